@@ -1,0 +1,51 @@
+//! Crash-safe file replacement: write a temporary file beside the target, fsync it, rename it
+//! over the target, fsync the directory. A crash at any point leaves the old file or the new
+//! one, never a mix; a failed write leaves no temporary file behind (it is removed on drop).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Create or replace `path` atomically with the contents `write` produces.
+///
+/// `write` gets a buffered writer over a fresh temporary file in the same directory; it may seek.
+pub fn write_file<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
+) -> Result<T> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir.to_path_buf(), "create temporary file in", e))?;
+    let io_err = |op| move |e| Error::io(path.to_path_buf(), op, e);
+    // The NamedTempFile keeps the name (and deletes the file if we fail); we write through a
+    // second handle to the same open file.
+    let file = tmp.as_file().try_clone().map_err(io_err("open"))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let out = write(&mut w)?;
+    w.flush().map_err(io_err("write"))?;
+    drop(w);
+    tmp.as_file().sync_all().map_err(io_err("fsync"))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(path.to_path_buf(), "rename into place", e.error))?;
+    sync_dir(dir)?;
+    Ok(out)
+}
+
+/// fsync a directory so a rename inside it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir.to_path_buf(), "fsync directory", e))
+}

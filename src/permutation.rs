@@ -1,0 +1,166 @@
+//! Bit permutations: how a table reorders fingerprint bits before sorting.
+//!
+//! Bits are numbered once for the whole project: **bit 0 is the most significant bit** of the
+//! 64-bit fingerprint, bit 63 the least. A permutation `p` maps a fingerprint `x` to the key
+//! `y` whose bit `i` is bit `p[i]` of `x`. Table designs move a chosen group of bit-blocks to the
+//! top, so a permutation is a handful of contiguous runs; [`Permutation::apply`] works run by run
+//! (a few shifts and masks per run) rather than bit by bit.
+
+use crate::error::{Error, Result};
+
+/// A contiguous run: output bits `out..out+len` are input bits `inp..inp+len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    out: u8,
+    inp: u8,
+    len: u8,
+}
+
+/// A permutation of the 64 bit positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permutation {
+    src: [u8; 64],
+    runs: Vec<Run>,
+}
+
+impl Permutation {
+    /// The identity.
+    pub fn identity() -> Permutation {
+        let mut src = [0u8; 64];
+        for (i, s) in src.iter_mut().enumerate() {
+            *s = i as u8;
+        }
+        Permutation::new(src).expect("identity is a permutation")
+    }
+
+    /// The permutation whose output bit `i` is input bit `src[i]`; an error unless every
+    /// position 0..64 appears exactly once.
+    pub fn new(src: [u8; 64]) -> Result<Permutation> {
+        let mut seen = 0u64;
+        for (i, &s) in src.iter().enumerate() {
+            if s >= 64 || seen & (1 << s) != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "not a permutation of 0..64: entry {i} is {s} (out of range or repeated)"
+                )));
+            }
+            seen |= 1 << s;
+        }
+        let mut runs: Vec<Run> = Vec::new();
+        for (i, &s) in src.iter().enumerate() {
+            match runs.last_mut() {
+                Some(r) if r.inp + r.len == s => r.len += 1,
+                _ => runs.push(Run {
+                    out: i as u8,
+                    inp: s,
+                    len: 1,
+                }),
+            }
+        }
+        Ok(Permutation { src, runs })
+    }
+
+    /// The permutation that puts the listed input bits on top, in the order given, followed by the
+    /// remaining bits in ascending order.
+    pub fn with_top(top: &[u8]) -> Result<Permutation> {
+        let mut src = [0u8; 64];
+        let mut used = 0u64;
+        for (i, &t) in top.iter().enumerate() {
+            if i >= 64 || t >= 64 || used & (1 << t) != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "bad top bit list: entry {i} is {t} (out of range or repeated)"
+                )));
+            }
+            used |= 1 << t;
+            src[i] = t;
+        }
+        let mut i = top.len();
+        for b in 0..64u8 {
+            if used & (1 << b) == 0 {
+                src[i] = b;
+                i += 1;
+            }
+        }
+        Permutation::new(src)
+    }
+
+    /// `src[i]`: the input bit that becomes output bit `i`.
+    pub fn as_array(&self) -> &[u8; 64] {
+        &self.src
+    }
+
+    /// True for the identity.
+    pub fn is_identity(&self) -> bool {
+        self.runs.len() == 1
+    }
+
+    /// Permute `x`.
+    #[inline]
+    pub fn apply(&self, x: u64) -> u64 {
+        let mut y = 0;
+        for r in &self.runs {
+            // Bits inp..inp+len of x, placed at out..out+len. All shifts are < 64 since len >= 1.
+            let field = (x << r.inp) >> (64 - r.len as u32);
+            y |= field << (64 - r.out as u32 - r.len as u32);
+        }
+        y
+    }
+
+    /// The inverse permutation.
+    pub fn inverse(&self) -> Permutation {
+        let mut inv = [0u8; 64];
+        for (i, &s) in self.src.iter().enumerate() {
+            inv[s as usize] = i as u8;
+        }
+        Permutation::new(inv).expect("inverse of a permutation is a permutation")
+    }
+}
+
+impl Default for Permutation {
+    fn default() -> Self {
+        Permutation::identity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slow_apply(p: &Permutation, x: u64) -> u64 {
+        let mut y = 0;
+        for (i, &s) in p.as_array().iter().enumerate() {
+            if x & (1 << (63 - s)) != 0 {
+                y |= 1 << (63 - i);
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn apply_matches_bit_by_bit_and_inverts() {
+        let perms = [
+            Permutation::identity(),
+            Permutation::with_top(&[63]).unwrap(),
+            Permutation::with_top(&(16..32).chain(48..64).collect::<Vec<u8>>()).unwrap(),
+            Permutation::new(core::array::from_fn(|i| 63 - i as u8)).unwrap(),
+            Permutation::new(core::array::from_fn(|i| ((i * 37) % 64) as u8)).unwrap(),
+        ];
+        let mut x = 0x0123_4567_89AB_CDEFu64;
+        for p in &perms {
+            for _ in 0..200 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                assert_eq!(p.apply(x), slow_apply(p, x));
+                assert_eq!(p.inverse().apply(p.apply(x)), x);
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_non_permutations() {
+        let mut a = *Permutation::identity().as_array();
+        a[5] = 4;
+        assert!(Permutation::new(a).is_err());
+        a[5] = 64;
+        assert!(Permutation::new(a).is_err());
+        assert!(Permutation::with_top(&[1, 1]).is_err());
+    }
+}

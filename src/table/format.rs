@@ -1,0 +1,221 @@
+//! Fixed-size structures of the table file: header and trailer (`format-spec/table.md`).
+//!
+//! ```text
+//!  0            176                176 + n*B               +8*n+4        +32
+//!  +------------+------------------+----------------------+-------------+
+//!  | header     | block 0 .. n-1   | footer: last keys,   | trailer     |
+//!  | (176 B)    | (B bytes each)   | crc32                | (32 B)      |
+//!  +------------+------------------+----------------------+-------------+
+//! ```
+//!
+//! All integers are little-endian. Every crc32 (IEEE, as crc32fast computes it) covers the
+//! structure's file offset as a u64 LE followed by the structure's bytes before the crc field.
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use crate::block::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+use crate::codec::huffman::{Code, Lengths};
+use crate::error::{Error, Result};
+use crate::permutation::Permutation;
+
+/// Magic at the start of a table file.
+pub const HEADER_MAGIC: [u8; 8] = *b"SIMDXTBL";
+/// Magic at the very end of a table file.
+pub const TRAILER_MAGIC: [u8; 8] = *b"SIMDXEND";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Codec 1: h-delta with a canonical Huffman code.
+pub const CODEC_H_DELTA: u32 = 1;
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 176;
+/// Trailer length in bytes.
+pub const TRAILER_LEN: usize = 32;
+
+/// crc32 of a structure at `offset` whose bytes before the crc field are `bytes`.
+pub fn crc_at(offset: u64, bytes: &[u8]) -> u32 {
+    crate::block::block_crc(offset, bytes)
+}
+
+/// The table header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Codec id.
+    pub codec: u32,
+    /// Block size B in bytes.
+    pub block_size: u32,
+    /// Number of keys.
+    pub key_count: u64,
+    /// Number of blocks.
+    pub block_count: u64,
+    /// The permutation the keys are sorted under.
+    pub permutation: Permutation,
+    /// Huffman code lengths for h = 0..=63.
+    pub code_lengths: Lengths,
+}
+
+/// Check a block size: a power of two in 128..=65536.
+pub fn check_block_size(b: u32) -> Result<()> {
+    if b.is_power_of_two() && (MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&b) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "block size {b} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}"
+        )))
+    }
+}
+
+impl Header {
+    /// Serialize.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..8].copy_from_slice(&HEADER_MAGIC);
+        LE::write_u32(&mut b[8..12], FORMAT_VERSION);
+        LE::write_u32(&mut b[12..16], self.codec);
+        LE::write_u32(&mut b[16..20], self.block_size);
+        LE::write_u64(&mut b[24..32], self.key_count);
+        LE::write_u64(&mut b[32..40], self.block_count);
+        b[40..104].copy_from_slice(self.permutation.as_array());
+        b[104..168].copy_from_slice(&self.code_lengths);
+        let crc = crc_at(0, &b[..172]);
+        LE::write_u32(&mut b[172..176], crc);
+        b
+    }
+
+    /// Parse and validate; `b` is at least [`HEADER_LEN`] bytes.
+    pub fn decode(b: &[u8]) -> Result<Header> {
+        let b = &b[..HEADER_LEN];
+        if b[0..8] != HEADER_MAGIC {
+            return Err(Error::corrupt(
+                "table header magic",
+                0,
+                format!("{:?}", String::from_utf8_lossy(&HEADER_MAGIC)),
+                format!("{:02x?}", &b[0..8]),
+            ));
+        }
+        let version = LE::read_u32(&b[8..12]);
+        if version != FORMAT_VERSION {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "table format version",
+                expected: FORMAT_VERSION.to_string(),
+                found: version as u64,
+            });
+        }
+        let stored = LE::read_u32(&b[172..176]);
+        let actual = crc_at(0, &b[..172]);
+        if stored != actual {
+            return Err(Error::corrupt(
+                "table header crc32",
+                172,
+                format!("{actual:#010x}"),
+                format!("{stored:#010x}"),
+            ));
+        }
+        let codec = LE::read_u32(&b[12..16]);
+        if codec != CODEC_H_DELTA {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "codec",
+                expected: format!("{CODEC_H_DELTA} (h-delta)"),
+                found: codec as u64,
+            });
+        }
+        let block_size = LE::read_u32(&b[16..20]);
+        check_block_size(block_size).map_err(|_| {
+            Error::corrupt(
+                "table header block size",
+                16,
+                "a power of two in 128..=65536",
+                block_size,
+            )
+        })?;
+        for (off, len) in [(20usize, 4usize), (168, 4)] {
+            if b[off..off + len].iter().any(|&x| x != 0) {
+                return Err(Error::corrupt(
+                    "table header reserved field",
+                    off as u64,
+                    "zero",
+                    format!("{:02x?}", &b[off..off + len]),
+                ));
+            }
+        }
+        let permutation = Permutation::new(b[40..104].try_into().unwrap()).map_err(|e| {
+            Error::corrupt("table header permutation", 40, "a permutation of 0..64", e)
+        })?;
+        let code_lengths: Lengths = b[104..168].try_into().unwrap();
+        Code::from_lengths(&code_lengths).map_err(|e| {
+            Error::corrupt(
+                "table header code lengths",
+                104,
+                "a valid canonical code",
+                e,
+            )
+        })?;
+        Ok(Header {
+            codec,
+            block_size,
+            key_count: LE::read_u64(&b[24..32]),
+            block_count: LE::read_u64(&b[32..40]),
+            permutation,
+            code_lengths,
+        })
+    }
+}
+
+/// The trailer: where the footer is, found from the end of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trailer {
+    /// File offset of the footer.
+    pub footer_offset: u64,
+    /// Footer length in bytes (8 per block + 4).
+    pub footer_len: u64,
+}
+
+impl Trailer {
+    /// Serialize; `offset` is the trailer's own file offset.
+    pub fn encode(&self, offset: u64) -> [u8; TRAILER_LEN] {
+        let mut b = [0u8; TRAILER_LEN];
+        LE::write_u64(&mut b[0..8], self.footer_offset);
+        LE::write_u64(&mut b[8..16], self.footer_len);
+        LE::write_u32(&mut b[16..20], FORMAT_VERSION);
+        let crc = crc_at(offset, &b[..20]);
+        LE::write_u32(&mut b[20..24], crc);
+        b[24..32].copy_from_slice(&TRAILER_MAGIC);
+        b
+    }
+
+    /// Parse and validate the [`TRAILER_LEN`] bytes `b` found at file offset `offset`.
+    pub fn decode(b: &[u8], offset: u64) -> Result<Trailer> {
+        if b[24..32] != TRAILER_MAGIC {
+            return Err(Error::corrupt(
+                "table trailer magic",
+                offset + 24,
+                format!("{:?}", String::from_utf8_lossy(&TRAILER_MAGIC)),
+                format!("{:02x?} (truncated or damaged file)", &b[24..32]),
+            ));
+        }
+        let version = LE::read_u32(&b[16..20]);
+        if version != FORMAT_VERSION {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "table format version (trailer)",
+                expected: FORMAT_VERSION.to_string(),
+                found: version as u64,
+            });
+        }
+        let stored = LE::read_u32(&b[20..24]);
+        let actual = crc_at(offset, &b[..20]);
+        if stored != actual {
+            return Err(Error::corrupt(
+                "table trailer crc32",
+                offset + 20,
+                format!("{actual:#010x}"),
+                format!("{stored:#010x}"),
+            ));
+        }
+        Ok(Trailer {
+            footer_offset: LE::read_u64(&b[0..8]),
+            footer_len: LE::read_u64(&b[8..16]),
+        })
+    }
+}

@@ -1,0 +1,425 @@
+//! Reading a table: zero-copy over any byte slice (a `Vec` in tests, an mmap in production).
+//!
+//! Opening validates the header, trailer and footer and copies the last-key array into memory
+//! (8 bytes per block): that array is what picks the one block a lookup decodes. Blocks are
+//! checked (crc32) and decoded only when a query reaches them; [`Table::verify`] is the separate
+//! full pass.
+
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+use memmap2::Mmap;
+
+use crate::block::{self, BlockDecoder};
+use crate::codec::huffman::{Code, DecodeTable};
+use crate::error::{Error, Result};
+use crate::permutation::Permutation;
+use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, crc_at};
+
+/// An open table over bytes `D`.
+#[derive(Debug)]
+pub struct Table<D> {
+    data: D,
+    path: Option<PathBuf>,
+    header: Header,
+    decode: DecodeTable,
+    last_keys: Vec<u64>,
+}
+
+/// Sizes of a table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableStats {
+    /// Keys stored.
+    pub keys: u64,
+    /// Blocks.
+    pub blocks: u64,
+    /// Block size in bytes.
+    pub block_size: u32,
+    /// Bytes of the whole file.
+    pub file_bytes: u64,
+    /// File bits per key (every overhead included); 0 for an empty table.
+    pub bits_per_key: f64,
+    /// Heap bytes the open reader holds (last-key array and decode table).
+    pub memory_bytes: u64,
+}
+
+/// What [`Table::verify`] checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Keys decoded.
+    pub keys: u64,
+    /// Blocks checked.
+    pub blocks: u64,
+}
+
+impl Table<Mmap> {
+    /// Map and open the table file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Table<Mmap>> {
+        let path = path.as_ref();
+        let file =
+            std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+        // SAFETY: the map is read-only, and simdex never modifies a table file in place (files are
+        // replaced by rename). Another process truncating the file under us is outside the
+        // contract, as with every mmap-based reader.
+        let map =
+            unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
+        let mut t = Table::from_bytes(map).map_err(|e| e.with_path(path))?;
+        t.path = Some(path.to_path_buf());
+        Ok(t)
+    }
+}
+
+impl<D: AsRef<[u8]>> Table<D> {
+    /// Open a table held in `data`, validating header, trailer and footer.
+    pub fn from_bytes(data: D) -> Result<Table<D>> {
+        let bytes = data.as_ref();
+        let len = bytes.len() as u64;
+        let min = (HEADER_LEN + TRAILER_LEN + 4) as u64;
+        if len < min {
+            return Err(Error::corrupt(
+                "table file",
+                0,
+                format!("at least {min} bytes"),
+                format!("{len} bytes (truncated)"),
+            ));
+        }
+        let header = Header::decode(bytes)?;
+        let toff = len - TRAILER_LEN as u64;
+        let trailer = Trailer::decode(&bytes[toff as usize..], toff)?;
+        let b = header.block_size as u64;
+        let n = header.block_count;
+        let want_footer = n
+            .checked_mul(b)
+            .and_then(|x| x.checked_add(HEADER_LEN as u64));
+        let want_len = n.checked_mul(8).and_then(|x| x.checked_add(4));
+        if want_footer != Some(trailer.footer_offset) || want_len != Some(trailer.footer_len) {
+            return Err(Error::corrupt(
+                "table trailer footer location",
+                toff,
+                format!("footer at {want_footer:?} of length {want_len:?} for {n} blocks"),
+                format!(
+                    "at {} of length {}",
+                    trailer.footer_offset, trailer.footer_len
+                ),
+            ));
+        }
+        if trailer.footer_offset.checked_add(trailer.footer_len) != Some(toff) {
+            return Err(Error::corrupt(
+                "table file length",
+                toff,
+                format!(
+                    "{} bytes for {n} blocks of {b}",
+                    trailer.footer_offset + trailer.footer_len + TRAILER_LEN as u64
+                ),
+                format!("{len} bytes"),
+            ));
+        }
+        let keys = header.key_count;
+        let max = n.saturating_mul(block::max_keys(header.block_size));
+        if keys < n || keys > max || (keys == 0) != (n == 0) {
+            return Err(Error::corrupt(
+                "table header key count",
+                24,
+                format!("between {n} and {max} for {n} blocks"),
+                keys,
+            ));
+        }
+        let foff = trailer.footer_offset as usize;
+        let arr = &bytes[foff..foff + n as usize * 8];
+        let stored = LE::read_u32(&bytes[foff + n as usize * 8..toff as usize]);
+        let actual = crc_at(trailer.footer_offset, arr);
+        if stored != actual {
+            return Err(Error::corrupt(
+                "table footer crc32",
+                toff - 4,
+                format!("{actual:#010x}"),
+                format!("{stored:#010x}"),
+            ));
+        }
+        let mut last_keys = Vec::with_capacity(n as usize);
+        for (i, c) in arr.chunks_exact(8).enumerate() {
+            let k = LE::read_u64(c);
+            if let Some(&p) = last_keys.last()
+                && k <= p
+            {
+                return Err(Error::corrupt(
+                    "table footer last-key array",
+                    (foff + i * 8) as u64,
+                    format!("a key greater than {p:#018x}"),
+                    format!("{k:#018x}"),
+                ));
+            }
+            last_keys.push(k);
+        }
+        let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
+        let decode = DecodeTable::new(&code);
+        Ok(Table {
+            data,
+            path: None,
+            header,
+            decode,
+            last_keys,
+        })
+    }
+
+    /// The file this table was opened from, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> u64 {
+        self.header.key_count
+    }
+
+    /// True if the table holds no keys.
+    pub fn is_empty(&self) -> bool {
+        self.header.key_count == 0
+    }
+
+    /// Number of blocks.
+    pub fn block_count(&self) -> u64 {
+        self.header.block_count
+    }
+
+    /// Block size in bytes.
+    pub fn block_size(&self) -> u32 {
+        self.header.block_size
+    }
+
+    /// The permutation the keys are sorted under.
+    pub fn permutation(&self) -> &Permutation {
+        &self.header.permutation
+    }
+
+    /// The Huffman code lengths for h = 0..=63.
+    pub fn code_lengths(&self) -> &[u8; 64] {
+        &self.header.code_lengths
+    }
+
+    /// The last key of every block.
+    pub fn last_keys(&self) -> &[u64] {
+        &self.last_keys
+    }
+
+    /// The raw bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.data.as_ref()
+    }
+
+    /// Sizes.
+    pub fn stats(&self) -> TableStats {
+        let file_bytes = self.data.as_ref().len() as u64;
+        TableStats {
+            keys: self.len(),
+            blocks: self.block_count(),
+            block_size: self.block_size(),
+            file_bytes,
+            bits_per_key: if self.is_empty() {
+                0.0
+            } else {
+                file_bytes as f64 * 8.0 / self.len() as f64
+            },
+            memory_bytes: (self.last_keys.capacity() * 8 + self.decode.heap_bytes()) as u64,
+        }
+    }
+
+    fn attach(&self, e: Error) -> Error {
+        match &self.path {
+            Some(p) => e.with_path(p),
+            None => e,
+        }
+    }
+
+    /// Check block `i`'s crc and start decoding it.
+    pub fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
+        assert!(i < self.block_count(), "block {i} out of range");
+        let b = self.header.block_size as u64;
+        let off = HEADER_LEN as u64 + i * b;
+        let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
+        BlockDecoder::new(bytes, i, off, &self.decode).map_err(|e| self.attach(e))
+    }
+
+    /// The keys in `range`, ascending. Decodes only the blocks that can hold them.
+    pub fn range(&self, range: impl RangeBounds<u64>) -> Range<'_, D> {
+        let lo = match range.start_bound() {
+            Bound::Included(&x) => Some(x),
+            Bound::Excluded(&x) => x.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let hi = match range.end_bound() {
+            Bound::Included(&x) => Some(x),
+            Bound::Excluded(&x) => x.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if lo <= hi => self.range_inclusive(lo, hi),
+            _ => Range::empty(self),
+        }
+    }
+
+    /// The keys whose top `bits` bits equal those of `key` (`bits` in 0..=64), ascending.
+    pub fn prefix(&self, key: u64, bits: u32) -> Range<'_, D> {
+        assert!(bits <= 64, "prefix length {bits} > 64");
+        let low_mask = u64::MAX.checked_shr(bits).unwrap_or(0);
+        self.range_inclusive(key & !low_mask, key | low_mask)
+    }
+
+    /// Every key, ascending.
+    pub fn iter(&self) -> Range<'_, D> {
+        self.range_inclusive(0, u64::MAX)
+    }
+
+    fn range_inclusive(&self, lo: u64, hi: u64) -> Range<'_, D> {
+        let block = self.last_keys.partition_point(|&k| k < lo) as u64;
+        Range {
+            table: self,
+            lo,
+            hi,
+            next_block: block,
+            current: None,
+            done: block >= self.block_count(),
+        }
+    }
+
+    /// Check everything: every block's crc, its decoding, its padding, key order within and
+    /// across blocks, the last-key array and the key count.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut keys = 0u64;
+        let mut prev: Option<u64> = None;
+        for i in 0..self.block_count() {
+            let mut d = self.block(i)?;
+            let off = HEADER_LEN as u64 + i * self.header.block_size as u64;
+            let mut last = None;
+            while let Some(k) = d.next().map_err(|e| self.attach(e))? {
+                if let Some(p) = prev
+                    && k <= p
+                {
+                    return Err(self.attach(Error::corrupt(
+                        format!("block {i} first key"),
+                        off + 4,
+                        format!("a key greater than {p:#018x} (previous block's last)"),
+                        format!("{k:#018x}"),
+                    )));
+                }
+                prev = Some(k);
+                last = Some(k);
+                keys += 1;
+            }
+            if last != Some(self.last_keys[i as usize]) {
+                return Err(self.attach(Error::corrupt(
+                    format!("block {i} last key"),
+                    off,
+                    format!("{:#018x} (footer)", self.last_keys[i as usize]),
+                    format!("{last:#018x?}"),
+                )));
+            }
+            let stream = d.stream();
+            let used = d.bit_position();
+            let pad_ok = (used..stream.len() as u64 * 8)
+                .step_by(1)
+                .all(|p| crate::codec::bitio::read(stream, p, 1) == 0);
+            if !pad_ok {
+                return Err(self.attach(Error::corrupt(
+                    format!("block {i} padding"),
+                    off + block::BLOCK_HEADER_LEN as u64 + used / 8,
+                    "zero bits after the last delta",
+                    "non-zero bits",
+                )));
+            }
+        }
+        if keys != self.len() {
+            return Err(self.attach(Error::corrupt(
+                "table header key count",
+                24,
+                format!("{keys} (keys decoded)"),
+                self.len(),
+            )));
+        }
+        Ok(VerifyReport {
+            keys,
+            blocks: self.block_count(),
+        })
+    }
+}
+
+/// Iterator over the keys of a range; see [`Table::range`].
+///
+/// Yields `Err` once if a block turns out to be corrupt, then ends.
+#[derive(Debug)]
+pub struct Range<'t, D> {
+    table: &'t Table<D>,
+    lo: u64,
+    hi: u64,
+    next_block: u64,
+    current: Option<(u64, BlockDecoder<'t>)>,
+    done: bool,
+}
+
+impl<'t, D: AsRef<[u8]>> Range<'t, D> {
+    fn empty(table: &'t Table<D>) -> Range<'t, D> {
+        Range {
+            table,
+            lo: 1,
+            hi: 0,
+            next_block: 0,
+            current: None,
+            done: true,
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Option<Result<u64>> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
+    type Item = Result<u64>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Result<u64>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some((i, dec)) = &mut self.current else {
+                if self.next_block >= self.table.block_count() {
+                    self.done = true;
+                    return None;
+                }
+                let i = self.next_block;
+                self.next_block += 1;
+                match self.table.block(i) {
+                    Ok(d) => self.current = Some((i, d)),
+                    Err(e) => return self.fail(e),
+                }
+                continue;
+            };
+            match dec.next() {
+                Ok(Some(k)) => {
+                    if k > self.hi {
+                        self.done = true;
+                        return None;
+                    }
+                    if k >= self.lo {
+                        return Some(Ok(k));
+                    }
+                }
+                Ok(None) => {
+                    let i = *i;
+                    self.current = None;
+                    // The footer says the block ends at last_keys[i]; if that is past `hi`, we are done.
+                    if self.table.last_keys[i as usize] >= self.hi {
+                        self.done = true;
+                    }
+                }
+                Err(e) => {
+                    let e = self.table.attach(e);
+                    return self.fail(e);
+                }
+            }
+        }
+    }
+}
