@@ -1,0 +1,127 @@
+//! Golden vectors (format-spec/vectors/): this build must decode every committed vector forever,
+//! and its writer must reproduce each byte for byte. `SIMDEX_REGEN_VECTORS=1 cargo test --test
+//! golden` rewrites them — only ever do that together with a format version bump.
+
+use std::path::PathBuf;
+
+use simdex::Permutation;
+use simdex::table::{self, Table, TableOptions};
+
+struct Vector {
+    name: &'static str,
+    block_size: u32,
+    permutation: Permutation,
+}
+
+fn vectors() -> Vec<Vector> {
+    vec![
+        Vector {
+            name: "v1-empty",
+            block_size: 128,
+            permutation: Permutation::identity(),
+        },
+        Vector {
+            name: "v1-one-key",
+            block_size: 128,
+            permutation: Permutation::identity(),
+        },
+        Vector {
+            name: "v1-worked-example",
+            block_size: 128,
+            permutation: Permutation::identity(),
+        },
+        Vector {
+            name: "v1-multi-block",
+            block_size: 128,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+        },
+    ]
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("format-spec/vectors")
+}
+
+fn read_keys(name: &str) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir().join(format!("{name}.keys"))).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| u64::from_str_radix(l.trim(), 16).unwrap())
+        .collect()
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The keys each vector was generated from (used only when regenerating).
+fn source_keys(v: &Vector) -> Vec<u64> {
+    let mut keys = match v.name {
+        "v1-empty" => vec![],
+        "v1-one-key" => vec![0x0123_4567_89AB_CDEF],
+        "v1-worked-example" => vec![
+            0x1000_0000_0000_0000,
+            0x1000_0000_0000_0001,
+            0x1000_0000_0000_01A5,
+            0x1A2B_3C4D_5E6F_7081,
+            0x1A2B_3C4D_5E6F_70F0,
+        ],
+        "v1-multi-block" => {
+            let mut s = 7;
+            (0..300)
+                .map(|_| v.permutation.apply(splitmix(&mut s)))
+                .collect()
+        }
+        _ => unreachable!(),
+    };
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+#[test]
+fn golden_vectors_decode_and_reproduce() {
+    let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
+    for v in vectors() {
+        let opts = TableOptions {
+            block_size: v.block_size,
+            permutation: v.permutation.clone(),
+        };
+        let bin = dir().join(format!("{}.sxt", v.name));
+        if regen {
+            let keys = source_keys(&v);
+            let mut txt = format!(
+                "# {}: {} keys, block size {}, hex, ascending\n",
+                v.name,
+                keys.len(),
+                v.block_size
+            );
+            for k in &keys {
+                txt.push_str(&format!("{k:016x}\n"));
+            }
+            std::fs::write(dir().join(format!("{}.keys", v.name)), txt).unwrap();
+            std::fs::write(&bin, table::build_bytes(&keys, &opts).unwrap()).unwrap();
+        }
+        let keys = read_keys(v.name);
+        let bytes = std::fs::read(&bin).unwrap();
+        let t = Table::from_bytes(bytes.as_slice()).unwrap();
+        assert_eq!(
+            t.iter().collect::<simdex::Result<Vec<_>>>().unwrap(),
+            keys,
+            "{}",
+            v.name
+        );
+        assert_eq!(t.verify().unwrap().keys, keys.len() as u64);
+        assert_eq!(t.permutation(), &v.permutation, "{}", v.name);
+        assert_eq!(t.block_size(), v.block_size);
+        assert!(
+            table::build_bytes(&keys, &opts).unwrap() == bytes,
+            "{}: writer no longer reproduces the vector",
+            v.name
+        );
+    }
+}
