@@ -40,7 +40,15 @@ fn codec(c: &mut Criterion) {
         let bytes = table::build_bytes(&keys, &opts).unwrap();
         let t = Table::from_bytes(bytes).unwrap();
         g.bench_with_input(BenchmarkId::new("decode", bs), &t, |b, t| {
-            b.iter(|| t.iter().fold(0u64, |a, k| a ^ k.unwrap()))
+            b.iter(|| {
+                let mut a = 0u64;
+                t.for_each_in(0, u64::MAX, |k| {
+                    a ^= k;
+                    true
+                })
+                .unwrap();
+                a
+            })
         });
     }
     g.finish();
@@ -72,7 +80,7 @@ fn probe(c: &mut Criterion) {
             hits
         })
     });
-    for bs in [256u32, 1024, 4096] {
+    for bs in [256u32, 512, 1024, 4096] {
         let opts = TableOptions {
             block_size: bs,
             ..Default::default()
@@ -82,9 +90,12 @@ fn probe(c: &mut Criterion) {
             b.iter(|| {
                 let mut hits = 0u64;
                 for &q in &queries {
-                    for k in t.prefix(q, p) {
-                        hits += k.unwrap() & 1;
-                    }
+                    let mask = u64::MAX >> p;
+                    t.for_each_in(q & !mask, q | mask, |k| {
+                        hits += k & 1;
+                        true
+                    })
+                    .unwrap();
                 }
                 hits
             })

@@ -136,6 +136,22 @@ impl BlockEncoder {
     }
 }
 
+/// Check the crc32 of block `index`, whose bytes `block` were read at file offset `offset`.
+pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
+    let crc_at = block.len() - BLOCK_TRAILER_LEN;
+    let stored = u32::from_le_bytes(block[crc_at..].try_into().unwrap());
+    let actual = block_crc(offset, &block[..crc_at]);
+    if stored != actual {
+        return Err(Error::corrupt(
+            format!("block {index} crc32"),
+            offset + crc_at as u64,
+            format!("{actual:#010x}"),
+            format!("{stored:#010x}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Decodes the keys of one block in order.
 ///
 /// Construction checks the crc; decoding still checks every structural rule (codes exist, the
@@ -150,6 +166,7 @@ pub struct BlockDecoder<'a> {
     prev: u64,
     remaining: u32,
     started: bool,
+    faulted: bool,
     index: u64,
     offset: u64,
 }
@@ -163,18 +180,20 @@ impl<'a> BlockDecoder<'a> {
         offset: u64,
         table: &'a DecodeTable,
     ) -> Result<BlockDecoder<'a>> {
+        check_crc(block, index, offset)?;
+        Self::new_unchecked_crc(block, index, offset, table)
+    }
+
+    /// As [`new`](Self::new), for a block whose crc the caller has already checked. Decoding stays
+    /// memory-safe and its output ascending whatever the bytes.
+    pub fn new_unchecked_crc(
+        block: &'a [u8],
+        index: u64,
+        offset: u64,
+        table: &'a DecodeTable,
+    ) -> Result<BlockDecoder<'a>> {
         let b = block.len();
         let crc_at = b - BLOCK_TRAILER_LEN;
-        let stored = u32::from_le_bytes(block[crc_at..].try_into().unwrap());
-        let actual = block_crc(offset, &block[..crc_at]);
-        if stored != actual {
-            return Err(Error::corrupt(
-                format!("block {index} crc32"),
-                offset + crc_at as u64,
-                format!("{actual:#010x}"),
-                format!("{stored:#010x}"),
-            ));
-        }
         let count = u32::from_le_bytes(block[0..4].try_into().unwrap());
         if count == 0 || count as u64 > max_keys(b as u32) {
             return Err(Error::corrupt(
@@ -193,6 +212,7 @@ impl<'a> BlockDecoder<'a> {
             prev: u64::from_le_bytes(block[4..12].try_into().unwrap()),
             remaining: count,
             started: false,
+            faulted: false,
             index,
             offset,
         })
@@ -202,33 +222,65 @@ impl<'a> BlockDecoder<'a> {
     #[inline]
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<u64>> {
-        if self.remaining == 0 {
-            return Ok(None);
+        match self.next_key() {
+            Some(k) => Ok(Some(k)),
+            None => match self.fault() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            },
         }
-        self.remaining -= 1;
+    }
+
+    /// The next key, or `None` at the end of the block *or on corrupt data*: after `None`,
+    /// [`fault`](Self::fault) tells which. This is the hot path: it returns 16 bytes in registers
+    /// instead of a `Result` carrying a large error.
+    #[inline(always)]
+    pub fn next_key(&mut self) -> Option<u64> {
+        if self.remaining == 0 {
+            return None;
+        }
         if !self.started {
             self.started = true;
-            return Ok(Some(self.prev));
+            self.remaining -= 1;
+            return Some(self.prev);
         }
         let window = bitio::peek(self.stream, self.pos);
-        let Some((h, l)) = self.table.decode(window) else {
-            return Err(self.bad_code());
+        let Some((h, l, total)) = self.table.decode_delta(window) else {
+            self.faulted = true;
+            self.remaining = 0;
+            return None;
         };
         let n = 63 - h;
-        let suffix = if l + n <= 57 {
+        let pos = self.pos + total as u64;
+        let suffix = if total <= 57 {
             ((window << l) >> 1) >> (63 - n)
         } else {
             bitio::read(self.stream, self.pos + l as u64, n)
         };
-        self.pos += (l + n) as u64;
         let bit = 1u64 << n;
-        if self.pos > self.end || self.prev & bit != 0 {
-            return Err(self.bad_delta(h));
+        if pos > self.end || self.prev & bit != 0 {
+            self.faulted = true;
+            self.remaining = 0;
+            return None;
         }
+        self.pos = pos;
+        self.remaining -= 1;
         // Keep a's top h bits, set the implied bit, append the suffix.
         let key = (self.prev & !(u64::MAX >> h)) | bit | suffix;
         self.prev = key;
-        Ok(Some(key))
+        Some(key)
+    }
+
+    /// After [`next_key`](Self::next_key) returned `None`: the corruption that stopped it, if any.
+    pub fn fault(&self) -> Option<Error> {
+        if !self.faulted {
+            return None;
+        }
+        let window = bitio::peek(self.stream, self.pos);
+        Some(match self.table.decode(window) {
+            None => self.bad_code(),
+            Some((h, _)) => self.bad_delta(h),
+        })
     }
 
     /// Keys not yet returned.

@@ -66,6 +66,13 @@ fn check_table(name: &str, keys: &[u64], block_size: u32) {
     assert_eq!(collect(t.iter()), keys, "{ctx}: full iteration");
     assert_eq!(t.verify().unwrap().keys, keys.len() as u64, "{ctx}");
     let pts = probe_points(&t, keys, block_size as u64);
+    for &p in &pts {
+        assert_eq!(
+            t.find_block(p),
+            t.last_keys().partition_point(|&k| k < p),
+            "{ctx}: find_block({p:#x})"
+        );
+    }
     for (i, &a) in pts.iter().enumerate() {
         let b = pts[(i * 7 + 3) % pts.len()];
         let (lo, hi) = (a.min(b), a.max(b));
@@ -99,6 +106,29 @@ fn check_table(name: &str, keys: &[u64], block_size: u32) {
             oracle_range(&set, Bound::Included(a), Bound::Unbounded),
             "{ctx}: {a:#x}.."
         );
+        let mut seen = Vec::new();
+        assert!(
+            t.for_each_in(lo, hi, |k| {
+                seen.push(k);
+                true
+            })
+            .unwrap()
+        );
+        assert_eq!(
+            seen,
+            oracle_range(&set, Bound::Included(lo), Bound::Included(hi)),
+            "{ctx}: for_each_in"
+        );
+        // Stopping early stops at once.
+        let mut first = None;
+        let ran_out = t
+            .for_each_in(lo, hi, |k| {
+                first = Some(k);
+                false
+            })
+            .unwrap();
+        assert_eq!(first, seen.first().copied(), "{ctx}");
+        assert_eq!(ran_out, seen.is_empty(), "{ctx}");
         for bits in [0, 1, 7, 16, 24, 33, 48, 63, 64] {
             assert_eq!(
                 collect(t.prefix(a, bits)),

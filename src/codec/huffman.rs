@@ -6,7 +6,7 @@
 //!
 //! * Lengths are built with package-merge (Larmore and Hirschberg), which gives the optimal
 //!   code under a length limit. The writer limits codes to [`WRITER_MAX_CODE_LEN`] = 12 bits so
-//!   the whole decode table is 4096 two-byte entries (8 KiB, L1-resident); readers accept the
+//!   the whole decode table is 4096 four-byte entries (16 KiB, L1-resident); readers accept the
 //!   format's limit of [`MAX_CODE_LEN`] = 16.
 //! * Decoding is one lookup: the next `max_len` stream bits index a table whose entry holds the
 //!   symbol and its code length ([`DecodeTable`]). `huffman-compress`'s tree walk measured
@@ -207,15 +207,19 @@ fn package_merge(freqs: &[u64; NUM_SYMBOLS], limit: u32) -> Lengths {
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
     bits: u32,
-    /// `len | sym << 8`; 0 marks a bit pattern that starts no code (corrupt data).
-    entries: Vec<u16>,
+    /// `63 - bits`, so an index is `(window >> 1) >> shift` (no overflow at bits = 0).
+    shift: u32,
+    /// `len | sym << 8 | (len + 63 - sym) << 16`: the code length, the symbol, and the bits an
+    /// h-delta with this symbol takes in all (precomputed to shorten the decoder's dependency
+    /// chain). 0 marks a bit pattern that starts no code (corrupt data).
+    entries: Vec<u32>,
 }
 
 impl DecodeTable {
     /// The decode table of `code` (2^max_len entries).
     pub fn new(code: &Code) -> DecodeTable {
         let bits = code.max_len();
-        let mut entries = vec![0u16; 1usize << bits];
+        let mut entries = vec![0u32; 1usize << bits];
         for sym in 0..NUM_SYMBOLS {
             let (c, l) = code.encode(sym);
             if l == 0 {
@@ -223,9 +227,14 @@ impl DecodeTable {
             }
             let shift = bits - l;
             let start = (c as usize) << shift;
-            entries[start..start + (1usize << shift)].fill(l as u16 | (sym as u16) << 8);
+            let total = l + 63 - sym as u32;
+            entries[start..start + (1usize << shift)].fill(l | (sym as u32) << 8 | total << 16);
         }
-        DecodeTable { bits, entries }
+        DecodeTable {
+            bits,
+            shift: 63 - bits,
+            entries,
+        }
     }
 
     /// Index width in bits (the longest code length; 0 for an empty code).
@@ -238,17 +247,26 @@ impl DecodeTable {
     #[inline(always)]
     pub fn decode(&self, window: u64) -> Option<(u32, u32)> {
         // `>> 1 >> (63 - bits)` is `>> (64 - bits)` without the overflow at bits = 0.
-        let e = self.entries[((window >> 1) >> (63 - self.bits)) as usize];
+        let (h, l, _) = self.decode_delta(window)?;
+        Some((h, l))
+    }
+
+    /// As [`decode`](Self::decode), plus `l + 63 - symbol`: the length of a whole h-delta.
+    #[inline(always)]
+    pub fn decode_delta(&self, window: u64) -> Option<(u32, u32, u32)> {
+        let i = ((window >> 1) >> self.shift) as usize;
+        // `i < 2^bits = entries.len()` by construction; `get` keeps that a checked fact.
+        let e = self.entries.get(i).copied().unwrap_or(0);
         if e == 0 {
             None
         } else {
-            Some(((e >> 8) as u32, (e & 0xFF) as u32))
+            Some(((e >> 8) & 0xFF, e & 0xFF, e >> 16))
         }
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * 2
+        self.entries.capacity() * 4
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
@@ -25,6 +26,9 @@ pub struct Table<D> {
     header: Header,
     decode: DecodeTable,
     last_keys: Vec<u64>,
+    /// One bit per block: its crc32 has been checked. A block is checked the first time it is
+    /// read and not again by this reader (the bytes are immutable while it is open).
+    crc_checked: Box<[AtomicU64]>,
 }
 
 /// Sizes of a table.
@@ -154,12 +158,14 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
         let decode = DecodeTable::new(&code);
+        let crc_checked = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         Ok(Table {
             data,
             path: None,
             header,
             decode,
             last_keys,
+            crc_checked,
         })
     }
 
@@ -221,7 +227,9 @@ impl<D: AsRef<[u8]>> Table<D> {
             } else {
                 file_bytes as f64 * 8.0 / self.len() as f64
             },
-            memory_bytes: (self.last_keys.capacity() * 8 + self.decode.heap_bytes()) as u64,
+            memory_bytes: (self.last_keys.capacity() * 8
+                + self.decode.heap_bytes()
+                + self.crc_checked.len() * 8) as u64,
         }
     }
 
@@ -232,13 +240,102 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
-    /// Check block `i`'s crc and start decoding it.
+    /// Check block `i`'s crc (once per reader) and start decoding it.
     pub fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
         assert!(i < self.block_count(), "block {i} out of range");
         let b = self.header.block_size as u64;
         let off = HEADER_LEN as u64 + i * b;
         let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
-        BlockDecoder::new(bytes, i, off, &self.decode).map_err(|e| self.attach(e))
+        let (word, bit) = (&self.crc_checked[(i / 64) as usize], 1u64 << (i % 64));
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+        BlockDecoder::new_unchecked_crc(bytes, i, off, &self.decode).map_err(|e| self.attach(e))
+    }
+
+    /// The first block whose last key is `>= key` (`block_count()` if none): the only block
+    /// that can hold the smallest stored key `>= key`.
+    ///
+    /// Interpolation, then galloping: simhash keys are close to uniform, so the guess
+    /// `key / 2^64 * blocks` is usually within a block or two of the answer and the search
+    /// touches one or two cache lines instead of the log2(blocks) of a binary search. On skewed
+    /// data the galloping step keeps the worst case at O(log blocks).
+    #[inline]
+    pub fn find_block(&self, key: u64) -> usize {
+        let lk = &self.last_keys;
+        let n = lk.len();
+        if n == 0 {
+            return 0;
+        }
+        let guess = ((key as u128 * n as u128) >> 64) as usize;
+        let (mut lo, mut hi); // the answer is in lo..=hi
+        if lk[guess] >= key {
+            // Gallop down until a last key < key is found.
+            let mut step = 1;
+            hi = guess;
+            loop {
+                if step > hi {
+                    lo = 0;
+                    break;
+                }
+                let j = hi - step;
+                if lk[j] < key {
+                    lo = j + 1;
+                    break;
+                }
+                hi = j;
+                step *= 2;
+            }
+        } else {
+            // Gallop up until a last key >= key is found (or the end).
+            let mut step = 1;
+            lo = guess + 1;
+            loop {
+                let j = lo - 1 + step;
+                if j >= n {
+                    hi = n;
+                    break;
+                }
+                if lk[j] >= key {
+                    hi = j;
+                    break;
+                }
+                lo = j + 1;
+                step *= 2;
+            }
+        }
+        lo + lk[lo..hi].partition_point(|&k| k < key)
+    }
+
+    /// Call `f` on every key in `lo..=hi`, ascending, until it returns `false`. Returns whether
+    /// the scan ran to the end of the range. The fast path behind queries: no iterator state,
+    /// no `Result` per key.
+    #[inline]
+    pub fn for_each_in(&self, lo: u64, hi: u64, mut f: impl FnMut(u64) -> bool) -> Result<bool> {
+        if lo > hi {
+            return Ok(true);
+        }
+        let mut i = self.find_block(lo) as u64;
+        while i < self.block_count() {
+            let mut d = self.block(i)?;
+            while let Some(k) = d.next_key() {
+                if k > hi {
+                    return Ok(true);
+                }
+                if k >= lo && !f(k) {
+                    return Ok(false);
+                }
+            }
+            if let Some(e) = d.fault() {
+                return Err(self.attach(e));
+            }
+            if self.last_keys[i as usize] >= hi {
+                break;
+            }
+            i += 1;
+        }
+        Ok(true)
     }
 
     /// The keys in `range`, ascending. Decodes only the blocks that can hold them.
@@ -272,7 +369,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     }
 
     fn range_inclusive(&self, lo: u64, hi: u64) -> Range<'_, D> {
-        let block = self.last_keys.partition_point(|&k| k < lo) as u64;
+        let block = self.find_block(lo) as u64;
         Range {
             table: self,
             lo,
@@ -288,9 +385,12 @@ impl<D: AsRef<[u8]>> Table<D> {
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut keys = 0u64;
         let mut prev: Option<u64> = None;
+        let b = self.header.block_size as u64;
         for i in 0..self.block_count() {
-            let mut d = self.block(i)?;
-            let off = HEADER_LEN as u64 + i * self.header.block_size as u64;
+            let off = HEADER_LEN as u64 + i * b;
+            let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
+            let mut d =
+                BlockDecoder::new(bytes, i, off, &self.decode).map_err(|e| self.attach(e))?;
             let mut last = None;
             while let Some(k) = d.next().map_err(|e| self.attach(e))? {
                 if let Some(p) = prev
@@ -317,9 +417,12 @@ impl<D: AsRef<[u8]>> Table<D> {
             }
             let stream = d.stream();
             let used = d.bit_position();
-            let pad_ok = (used..stream.len() as u64 * 8)
-                .step_by(1)
-                .all(|p| crate::codec::bitio::read(stream, p, 1) == 0);
+            let first_pad_byte = used.div_ceil(8) as usize;
+            let pad_ok = (used % 8 == 0
+                || crate::codec::bitio::read(stream, used, (8 - used % 8) as u32) == 0)
+                && stream[first_pad_byte.min(stream.len())..]
+                    .iter()
+                    .all(|&x| x == 0);
             if !pad_ok {
                 return Err(self.attach(Error::corrupt(
                     format!("block {i} padding"),
@@ -397,8 +500,8 @@ impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
                 }
                 continue;
             };
-            match dec.next() {
-                Ok(Some(k)) => {
+            match dec.next_key() {
+                Some(k) => {
                     if k > self.hi {
                         self.done = true;
                         return None;
@@ -407,17 +510,17 @@ impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
                         return Some(Ok(k));
                     }
                 }
-                Ok(None) => {
+                None => {
+                    if let Some(e) = dec.fault() {
+                        let e = self.table.attach(e);
+                        return self.fail(e);
+                    }
                     let i = *i;
                     self.current = None;
                     // The footer says the block ends at last_keys[i]; if that is past `hi`, we are done.
                     if self.table.last_keys[i as usize] >= self.hi {
                         self.done = true;
                     }
-                }
-                Err(e) => {
-                    let e = self.table.attach(e);
-                    return self.fail(e);
                 }
             }
         }
