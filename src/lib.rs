@@ -44,10 +44,16 @@
 pub mod atomic;
 pub mod block;
 pub mod codec;
+pub mod design;
 pub mod error;
+pub mod fingerprint;
+pub mod index;
+pub mod input;
 pub mod permutation;
 pub mod table;
 
+pub use design::Design;
 pub use error::{Error, Result};
+pub use index::{Index, Match};
 pub use permutation::Permutation;
 pub use table::{Table, TableOptions};

@@ -1,0 +1,453 @@
+//! Table designs: which permuted tables an index keeps so that a Hamming-distance-k query is
+//! exact.
+//!
+//! A design for (f = 64, k) is a list of tables, each a [`Permutation`] that moves a chosen set of
+//! bit-blocks to the top plus a prefix length p, and a probe radius r. A query F probes each table
+//! at every prefix within r flipped bits of F's permuted top p bits and checks the full distance
+//! of every key found there. The design is exact when, **for every set of at most k differing bit
+//! positions, some table's top p bits hold at most r of them** (then that table's probe with
+//! exactly those flips finds the fingerprint). [`Design::covers`] checks that for one set of
+//! positions; the tests check it for all sets for k ≤ 3.
+//!
+//! Two families, after Manku, Jain and Das Sarma (WWW 2007):
+//! * **one level**: cut the 64 bits into m blocks; every choice of c blocks is a table whose
+//!   prefix is those blocks. k differences spread over m blocks leave the c least-hit blocks
+//!   holding at most r of them exactly when c ≤ (number of blocks a most-even spread leaves with
+//!   ≤ r differences in total); for r = 0 that is c = m − k.
+//! * **two level**: cut 64 bits into m1 blocks and choose c1 = m1 − k; cut the remaining bits into
+//!   m2 blocks and choose c2 = m2 − k. The paper's 16-table design is (4, 4).
+//!
+//! With r ≥ 1 (multi-probe, as in HEngine), fewer tables each take more probes.
+
+use crate::error::{Error, Result};
+use crate::permutation::Permutation;
+
+/// The largest k any constructor here accepts.
+pub const MAX_K: u32 = 7;
+/// The table-count budget [`Design::auto`] works under by default.
+pub const DEFAULT_MAX_TABLES: usize = 20;
+
+/// One table of a design.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDesign {
+    /// The permutation the table's keys are sorted under.
+    pub permutation: Permutation,
+    /// How many leading (permuted) bits a probe fixes.
+    pub prefix_bits: u32,
+}
+
+/// A set of tables that answers Hamming-distance queries up to `k` exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Design {
+    name: String,
+    k: u32,
+    radius: u32,
+    tables: Vec<TableDesign>,
+}
+
+/// Split `bits` bit positions (given in order) into `m` blocks as evenly as possible, larger
+/// blocks first: 64 into 6 gives 11, 11, 11, 11, 10, 10.
+fn split(bits: &[u8], m: usize) -> Vec<Vec<u8>> {
+    let (q, rem) = (bits.len() / m, bits.len() % m);
+    let mut out = Vec::with_capacity(m);
+    let mut at = 0;
+    for i in 0..m {
+        let len = q + usize::from(i < rem);
+        out.push(bits[at..at + len].to_vec());
+        at += len;
+    }
+    out
+}
+
+/// All `c`-subsets of `0..m`, in lexicographic order.
+fn combinations(m: usize, c: usize) -> Vec<Vec<usize>> {
+    fn rec(start: usize, m: usize, c: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if cur.len() == c {
+            out.push(cur.clone());
+            return;
+        }
+        for i in start..m {
+            cur.push(i);
+            rec(i + 1, m, c, cur, out);
+            cur.pop();
+        }
+    }
+    let mut out = Vec::new();
+    rec(0, m, c, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Sum of the `c` smallest block loads when `k` differences spread as evenly as possible over
+/// `m` blocks: the worst case for a one-level design (an even spread maximises it).
+fn worst_c_smallest(k: u32, m: usize, c: usize) -> u32 {
+    let mut loads: Vec<u32> = (0..m)
+        .map(|i| k / m as u32 + u32::from((i as u32) < k % m as u32))
+        .collect();
+    loads.sort_unstable();
+    loads[..c].iter().sum()
+}
+
+fn binom(n: u64, k: u64) -> u64 {
+    (0..k).fold(1u64, |acc, i| acc * (n - i) / (i + 1))
+}
+
+impl Design {
+    /// A design from explicit tables (as read from a manifest). Checks only shape, not coverage.
+    pub fn from_tables(
+        name: impl Into<String>,
+        k: u32,
+        radius: u32,
+        tables: Vec<TableDesign>,
+    ) -> Result<Design> {
+        if tables.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a design needs at least one table".into(),
+            ));
+        }
+        if k > 64 || radius > k {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k}, radius = {radius}: need radius <= k <= 64"
+            )));
+        }
+        if let Some(t) = tables.iter().find(|t| t.prefix_bits > 64) {
+            return Err(Error::InvalidArgument(format!(
+                "prefix of {} bits exceeds 64",
+                t.prefix_bits
+            )));
+        }
+        Ok(Design {
+            name: name.into(),
+            k,
+            radius,
+            tables,
+        })
+    }
+
+    /// One level: 64 bits in `m` blocks, every choice of `c` blocks on top, probe radius `r`.
+    /// Fails unless the design is exact for `k`.
+    pub fn one_level(k: u32, m: usize, c: usize, r: u32) -> Result<Design> {
+        check_k(k)?;
+        if m == 0 || m > 64 || c == 0 || c > m {
+            return Err(Error::InvalidArgument(format!(
+                "one-level design needs 1 <= c <= m <= 64, got m = {m}, c = {c}"
+            )));
+        }
+        if worst_c_smallest(k, m, c) > r {
+            return Err(Error::InvalidArgument(format!(
+                "{m} blocks choose {c} with radius {r} is not exact for k = {k}"
+            )));
+        }
+        let all: Vec<u8> = (0..64).collect();
+        let blocks = split(&all, m);
+        let tables = combinations(m, c)
+            .into_iter()
+            .map(|chosen| {
+                let top: Vec<u8> = chosen.iter().flat_map(|&b| blocks[b].clone()).collect();
+                TableDesign {
+                    prefix_bits: top.len() as u32,
+                    permutation: Permutation::with_top(&top).expect("distinct bits"),
+                }
+            })
+            .collect();
+        let name = format!("m{m}c{c}r{r}");
+        Design::from_tables(name, k, r, tables)
+    }
+
+    /// Two levels (radius 0): `m1` blocks choose `m1 - k`, then the remaining bits in `m2`
+    /// blocks choose `m2 - k`.
+    pub fn two_level(k: u32, m1: usize, m2: usize) -> Result<Design> {
+        check_k(k)?;
+        let ku = k as usize;
+        if m1 <= ku || m2 <= ku || m1 > 64 {
+            return Err(Error::InvalidArgument(format!(
+                "two-level design needs m1, m2 > k = {k}, got {m1}, {m2}"
+            )));
+        }
+        let all: Vec<u8> = (0..64).collect();
+        let blocks = split(&all, m1);
+        let mut tables = Vec::new();
+        for first in combinations(m1, m1 - ku) {
+            let top1: Vec<u8> = first.iter().flat_map(|&b| blocks[b].clone()).collect();
+            let rest: Vec<u8> = all.iter().copied().filter(|b| !top1.contains(b)).collect();
+            if rest.len() < m2 {
+                return Err(Error::InvalidArgument(format!(
+                    "two-level design ({m1}, {m2}): {} bits left for {m2} blocks",
+                    rest.len()
+                )));
+            }
+            let blocks2 = split(&rest, m2);
+            for second in combinations(m2, m2 - ku) {
+                let mut top = top1.clone();
+                top.extend(second.iter().flat_map(|&b| blocks2[b].clone()));
+                tables.push(TableDesign {
+                    prefix_bits: top.len() as u32,
+                    permutation: Permutation::with_top(&top).expect("distinct bits"),
+                });
+            }
+        }
+        Design::from_tables(format!("m{m1}x{m2}"), k, 0, tables)
+    }
+
+    /// A design by name: the paper's `20`, `16`, `10` and `4` (k = 3 only), or the generic
+    /// `m<M>c<C>r<R>` (one level) and `m<M1>x<M2>` (two levels), for the given k.
+    pub fn by_name(name: &str, k: u32) -> Result<Design> {
+        let paper = |d: Result<Design>, label: &str| {
+            if k != 3 {
+                return Err(Error::InvalidArgument(format!(
+                    "design {label} is the paper's design for k = 3; for k = {k} use auto or m<M>c<C>r<R>"
+                )));
+            }
+            d.map(|mut d| {
+                d.name = label.to_string();
+                d
+            })
+        };
+        match name {
+            "20" => paper(Design::one_level(3, 6, 3, 0), "20"),
+            "16" => paper(Design::two_level(3, 4, 4), "16"),
+            "10" => paper(Design::one_level(3, 5, 2, 0), "10"),
+            "4" => paper(Design::one_level(3, 4, 1, 0), "4"),
+            _ => {
+                let bad = || {
+                    Error::InvalidArgument(format!(
+                        "unknown design {name:?}: use auto, 20, 16, 10, 4, m<M>c<C>r<R> or m<M1>x<M2>"
+                    ))
+                };
+                let rest = name.strip_prefix('m').ok_or_else(bad)?;
+                if let Some((m1, m2)) = rest.split_once('x') {
+                    let m1 = m1.parse().map_err(|_| bad())?;
+                    let m2 = m2.parse().map_err(|_| bad())?;
+                    return Design::two_level(k, m1, m2);
+                }
+                let (m, rest) = rest.split_once('c').ok_or_else(bad)?;
+                let (c, r) = rest.split_once('r').ok_or_else(bad)?;
+                Design::one_level(
+                    k,
+                    m.parse().map_err(|_| bad())?,
+                    c.parse().map_err(|_| bad())?,
+                    r.parse().map_err(|_| bad())?,
+                )
+            }
+        }
+    }
+
+    /// Every design the constructors offer for `k` with at most `max_tables` tables: one level
+    /// with r = 0 and r = 1 (the largest exact c for each m), and two levels with r = 0.
+    pub fn candidates(k: u32, max_tables: usize) -> Vec<Design> {
+        let mut out: Vec<Design> = Vec::new();
+        let ku = k as usize;
+        for r in 0..=k.min(1) {
+            for m in 1..=(ku + 8).min(64) {
+                // The largest c that stays exact gives the longest prefixes.
+                let Some(c) = (1..=m).rev().find(|&c| worst_c_smallest(k, m, c) <= r) else {
+                    continue;
+                };
+                if binom(m as u64, c as u64) as usize > max_tables {
+                    continue;
+                }
+                if let Ok(d) = Design::one_level(k, m, c, r) {
+                    out.push(d);
+                }
+            }
+        }
+        for m1 in ku + 1..=ku + 3 {
+            for m2 in ku + 1..=ku + 3 {
+                let t = binom(m1 as u64, (m1 - ku) as u64) * binom(m2 as u64, (m2 - ku) as u64);
+                if t as usize <= max_tables
+                    && let Ok(d) = Design::two_level(k, m1, m2)
+                {
+                    out.push(d);
+                }
+            }
+        }
+        out.retain(|d| d.tables.iter().all(|t| t.prefix_bits < 64 || d.radius == 0));
+        out.dedup_by(|a, b| a.tables == b.tables && a.radius == b.radius);
+        for d in &mut out {
+            if k == 3 {
+                for label in ["20", "16", "10", "4"] {
+                    if let Ok(p) = Design::by_name(label, 3)
+                        && p.tables == d.tables
+                        && p.radius == d.radius
+                    {
+                        d.name = label.to_string();
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The design with the least expected work per query for `n` keys (see [`Cost`]), among
+    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`] tables.
+    pub fn auto(n: u64, k: u32) -> Result<Design> {
+        Design::auto_with_budget(n, k, DEFAULT_MAX_TABLES, crate::table::DEFAULT_BLOCK_SIZE)
+    }
+
+    /// As [`auto`](Self::auto) with an explicit table budget and block size.
+    pub fn auto_with_budget(n: u64, k: u32, max_tables: usize, block_size: u32) -> Result<Design> {
+        check_k(k)?;
+        Design::candidates(k, max_tables)
+            .into_iter()
+            .min_by(|a, b| {
+                let (ca, cb) = (a.cost(n, block_size), b.cost(n, block_size));
+                ca.work_ns
+                    .total_cmp(&cb.work_ns)
+                    .then(a.tables.len().cmp(&b.tables.len()))
+            })
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("no design for k = {k} fits in {max_tables} tables"))
+            })
+    }
+
+    /// The design's name (`20`, `m5c2r0`, `m4x4`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The largest query distance the design answers exactly.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// Probe radius: how many prefix bits each probe may flip.
+    pub fn radius(&self) -> u32 {
+        self.radius
+    }
+
+    /// The tables.
+    pub fn tables(&self) -> &[TableDesign] {
+        &self.tables
+    }
+
+    /// Probes one query makes in table `i`: every way to flip at most `radius` of its prefix bits.
+    pub fn probes_per_table(&self, i: usize) -> u64 {
+        let p = self.tables[i].prefix_bits as u64;
+        (0..=self.radius as u64).map(|j| binom(p, j.min(p))).sum()
+    }
+
+    /// True if, for the differing bit positions `diff` (a mask over fingerprint bits, bit 0 =
+    /// most significant), some table's prefix holds at most `radius` of them.
+    pub fn covers(&self, diff: u64) -> bool {
+        self.tables.iter().any(|t| {
+            let permuted = t.permutation.apply(diff);
+            let top = if t.prefix_bits == 0 {
+                0
+            } else {
+                permuted >> (64 - t.prefix_bits)
+            };
+            top.count_ones() <= self.radius
+        })
+    }
+
+    /// Expected cost of one query against `n` keys in blocks of `block_size` bytes.
+    pub fn cost(&self, n: u64, block_size: u32) -> Cost {
+        let nf = n.max(1) as f64;
+        let bits = crate::table::information_bound(n.max(1)) + 2.5;
+        let keys_per_block = (block_size as f64 - 16.0) * 8.0 / bits + 1.0;
+        let blocks = (nf / keys_per_block).max(1.0);
+        let mut probes = 0.0;
+        let mut candidates = 0.0;
+        let mut work = 0.0;
+        for i in 0..self.tables.len() {
+            let pr = self.probes_per_table(i) as f64;
+            let per_probe = nf / 2f64.powi(self.tables[i].prefix_bits as i32);
+            probes += pr;
+            candidates += pr * per_probe;
+            // Constants measured on the development machine (2 GHz Xeon): ~11 ns per key
+            // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
+            let search = 80.0 + 4.0 * blocks.log2();
+            let decoded = keys_per_block / 2.0 + per_probe;
+            work += pr * (search + 11.0 * decoded + 2.0 * per_probe);
+        }
+        let table_bytes = nf * bits / 8.0;
+        Cost {
+            probes,
+            candidates,
+            work_ns: work,
+            disk_bytes: table_bytes * self.tables.len() as f64,
+            memory_bytes: blocks * 8.0 * self.tables.len() as f64,
+        }
+    }
+}
+
+/// Expected work of one query under a design (a model, not a measurement).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// Probes (block searches) per query.
+    pub probes: f64,
+    /// Expected keys sharing a probed prefix, summed over probes.
+    pub candidates: f64,
+    /// Modelled nanoseconds per query.
+    pub work_ns: f64,
+    /// Estimated bytes on disk for all tables.
+    pub disk_bytes: f64,
+    /// Estimated bytes of reader memory (last-key arrays).
+    pub memory_bytes: f64,
+}
+
+fn check_k(k: u32) -> Result<()> {
+    if k > MAX_K {
+        return Err(Error::InvalidArgument(format!(
+            "k = {k} is out of range: designs support k in 0..={MAX_K}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_designs_have_the_paper_shapes() {
+        let d = Design::by_name("20", 3).unwrap();
+        assert_eq!(d.tables().len(), 20);
+        let mut p: Vec<u32> = d.tables().iter().map(|t| t.prefix_bits).collect();
+        p.sort();
+        assert_eq!((p[0], p[19]), (31, 33));
+        let d = Design::by_name("16", 3).unwrap();
+        assert_eq!(d.tables().len(), 16);
+        assert!(d.tables().iter().all(|t| t.prefix_bits == 28));
+        let d = Design::by_name("10", 3).unwrap();
+        assert_eq!(d.tables().len(), 10);
+        assert!(
+            d.tables()
+                .iter()
+                .all(|t| (25..=26).contains(&t.prefix_bits))
+        );
+        let d = Design::by_name("4", 3).unwrap();
+        assert_eq!(d.tables().len(), 4);
+        assert!(d.tables().iter().all(|t| t.prefix_bits == 16));
+        let d = Design::by_name("m2c1r1", 3).unwrap();
+        assert_eq!((d.tables().len(), d.radius()), (2, 1));
+        assert_eq!(d.probes_per_table(0), 33);
+    }
+
+    #[test]
+    fn inexact_designs_and_bad_names_are_refused() {
+        assert!(Design::one_level(3, 5, 3, 0).is_err());
+        assert!(Design::one_level(3, 2, 1, 0).is_err());
+        assert!(Design::by_name("20", 2).is_err());
+        assert!(Design::by_name("banana", 3).is_err());
+        assert!(Design::by_name("m5c2", 3).is_err());
+        assert!(Design::one_level(8, 9, 1, 0).is_err());
+        assert!(Design::auto(1000, 8).is_err());
+    }
+
+    #[test]
+    fn auto_prefers_more_tables_as_n_grows() {
+        let small = Design::auto(1_000_000, 3).unwrap();
+        let huge = Design::auto(8_000_000_000, 3).unwrap();
+        assert!(
+            huge.tables().len() > small.tables().len(),
+            "{} vs {}",
+            small.name(),
+            huge.name()
+        );
+        for k in 0..=MAX_K {
+            let d = Design::auto(10_000_000, k).unwrap();
+            assert_eq!(d.k(), k);
+            assert!(d.tables().len() <= DEFAULT_MAX_TABLES);
+        }
+    }
+}

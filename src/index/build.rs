@@ -1,0 +1,445 @@
+//! Building an index from unsorted fingerprints of any count, in bounded memory.
+//!
+//! ```text
+//! input ──► chunks of mem/16 fingerprints ──► sorted, de-duplicated runs ──► merged "base"
+//!            (all in memory if the input fits)                              (distinct, sorted)
+//! base ──► for each table: permute, sort (chunks, spilled runs, k-way merge) ──► table builder
+//! ```
+//!
+//! The input is read once. If it fits in half the memory budget everything stays in memory and
+//! tables are built in parallel as far as the budget allows (each needs its own permuted copy);
+//! otherwise the distinct fingerprints are spilled once to a sorted base file, and each table
+//! re-reads it, sorts it under its permutation in memory-sized runs, and merges the runs twice
+//! (histogram pass, then encode pass) straight into the table builder. Temporary disk use is
+//! about 16 bytes per distinct fingerprint, whatever the table count.
+//!
+//! The index is assembled in a hidden staging directory beside the target and renamed into place
+//! only when complete, so a failed or interrupted build leaves nothing at the target path.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::design::Design;
+use crate::error::{Error, Result};
+use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry};
+use crate::table::format::CODEC_H_DELTA;
+use crate::table::{self, TableOptions};
+
+/// Which design to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DesignChoice {
+    /// [`Design::auto`] for the distinct fingerprint count.
+    Auto,
+    /// [`Design::by_name`].
+    Named(String),
+    /// An explicit design.
+    Given(Design),
+}
+
+/// Options of [`build`].
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The largest query distance the index must answer exactly.
+    pub k: u32,
+    /// The design.
+    pub design: DesignChoice,
+    /// Block size of every table.
+    pub block_size: u32,
+    /// Memory budget in bytes for sorting (the process uses somewhat more: buffers, maps).
+    pub mem_bytes: u64,
+    /// Show a progress bar on stderr (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            k: 3,
+            design: DesignChoice::Auto,
+            block_size: table::DEFAULT_BLOCK_SIZE,
+            mem_bytes: 1 << 30,
+            progress: false,
+        }
+    }
+}
+
+/// What [`build`] did.
+#[derive(Debug, Clone)]
+pub struct BuildSummary {
+    /// Fingerprints read.
+    pub input: u64,
+    /// Distinct fingerprints stored.
+    pub keys: u64,
+    /// The design built.
+    pub design: Design,
+    /// Bytes of all table files.
+    pub table_bytes: u64,
+    /// Whether the build spilled to disk.
+    pub external: bool,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Smallest memory budget accepted (below this, runs get silly).
+pub const MIN_MEM: u64 = 1 << 20;
+
+fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
+    let target = if show && std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let pb = ProgressBar::with_draw_target(len, target);
+    let style = match len {
+        Some(_) => ProgressStyle::with_template(
+            "{msg:>12} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})",
+        ),
+        None => {
+            ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {human_pos} ({per_sec})")
+        }
+    };
+    if let Ok(s) = style {
+        pb.set_style(s);
+    }
+    pb.set_message(msg.to_string());
+    pb
+}
+
+/// Build an index at `out` (which must not exist) from `input`.
+pub fn build(
+    out: &Path,
+    input: impl Iterator<Item = Result<u64>>,
+    opts: &BuildOptions,
+) -> Result<BuildSummary> {
+    let start = Instant::now();
+    table::format::check_block_size(opts.block_size)?;
+    if opts.mem_bytes < MIN_MEM {
+        return Err(Error::InvalidArgument(format!(
+            "memory budget {} bytes is below the minimum of {MIN_MEM}",
+            opts.mem_bytes
+        )));
+    }
+    if let DesignChoice::Named(name) = &opts.design {
+        // Fail on a bad name before reading any input.
+        Design::by_name(name, opts.k)?;
+    }
+    if out.exists() {
+        return Err(Error::io(
+            out.to_path_buf(),
+            "create index directory",
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "already exists (choose a new path or remove it first)",
+            ),
+        ));
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = out
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", out.display())))?
+        .to_string_lossy()
+        .into_owned();
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.building-"))
+        .tempdir_in(&parent)
+        .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+    let spill = tempfile::Builder::new()
+        .prefix(&format!(".{name}.spill-"))
+        .tempdir_in(&parent)
+        .map_err(|e| Error::io(parent.clone(), "create spill directory in", e))?;
+
+    // Phase 1: read, sort and de-duplicate the input.
+    let chunk_cap = (opts.mem_bytes / 16).max(1) as usize;
+    let base = read_base(input, chunk_cap, spill.path(), opts.progress)?;
+    let (n, input_count) = (base.len(), base.input);
+
+    let design = match &opts.design {
+        DesignChoice::Auto => Design::auto_with_budget(
+            n,
+            opts.k,
+            crate::design::DEFAULT_MAX_TABLES,
+            opts.block_size,
+        )?,
+        DesignChoice::Named(name) => Design::by_name(name, opts.k)?,
+        DesignChoice::Given(d) => d.clone(),
+    };
+    if design.k() < opts.k {
+        return Err(Error::InvalidArgument(format!(
+            "design {} answers k <= {}, but k = {} was asked for",
+            design.name(),
+            design.k(),
+            opts.k
+        )));
+    }
+
+    // Phase 2: one table per permutation.
+    let t = design.tables().len();
+    let pb = progress_bar(opts.progress, Some(n * t as u64), "tables");
+    let file_name = |i: usize| format!("table-{i:02}.sxt");
+    let build_one = |i: usize| -> Result<TableEntry> {
+        let td = &design.tables()[i];
+        let topts = TableOptions {
+            block_size: opts.block_size,
+            permutation: td.permutation.clone(),
+        };
+        let path = staging.path().join(file_name(i));
+        match &base.data {
+            Base::Memory(v) => {
+                let mut keys: Vec<u64> = v.iter().map(|&x| td.permutation.apply(x)).collect();
+                keys.par_sort_unstable();
+                table::build_file(&path, &topts, || Ok(keys.iter().map(|&k| Ok(k))))?;
+            }
+            Base::File(base_path) => {
+                let runs = sorted_runs(base_path, &td.permutation, chunk_cap, spill.path(), i)?;
+                table::build_file(&path, &topts, || merge(&runs, false))?;
+                for r in &runs {
+                    let _ = std::fs::remove_file(r);
+                }
+            }
+        }
+        pb.inc(n);
+        let (bytes, crc32) = super::file_crc32(&path)?;
+        Ok(TableEntry {
+            file: file_name(i),
+            bytes,
+            crc32,
+        })
+    };
+    let entries: Vec<TableEntry> = match &base.data {
+        Base::Memory(_) => {
+            // Each table in flight holds a permuted copy of the base (8 bytes per key).
+            let copies = (opts.mem_bytes / 8 / n.max(1)).saturating_sub(1).max(1) as usize;
+            let threads = copies.min(rayon::current_num_threads()).max(1);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| Error::InvalidArgument(format!("thread pool: {e}")))?;
+            pool.install(|| (0..t).into_par_iter().map(build_one).collect::<Result<_>>())?
+        }
+        Base::File(_) => (0..t).map(build_one).collect::<Result<_>>()?,
+    };
+    pb.finish_and_clear();
+    let table_bytes = entries.iter().map(|e| e.bytes).sum();
+
+    let manifest = Manifest {
+        design: design.clone(),
+        keys: n,
+        codec: CODEC_H_DELTA,
+        block_size: opts.block_size,
+        tables: entries,
+    };
+    crate::atomic::write_file(&staging.path().join(MANIFEST_NAME), |w| {
+        w.write_all(manifest.encode().as_bytes())
+            .map_err(|e| Error::io(None, "write manifest", e))
+    })?;
+    crate::atomic::sync_dir(staging.path())?;
+    drop(spill);
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, out) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(Error::io(out.to_path_buf(), "rename index into place", e));
+    }
+    crate::atomic::sync_dir(&parent)?;
+    Ok(BuildSummary {
+        input: input_count,
+        keys: n,
+        design,
+        table_bytes,
+        external: matches!(base.data, Base::File(_)),
+        elapsed: start.elapsed(),
+    })
+}
+
+enum Base {
+    Memory(Vec<u64>),
+    File(PathBuf),
+}
+
+struct BaseSet {
+    data: Base,
+    input: u64,
+    distinct: u64,
+}
+
+impl BaseSet {
+    fn len(&self) -> u64 {
+        self.distinct
+    }
+}
+
+/// Read the whole input; return its distinct fingerprints, sorted, in memory or in a file.
+fn read_base(
+    input: impl Iterator<Item = Result<u64>>,
+    chunk_cap: usize,
+    spill: &Path,
+    progress: bool,
+) -> Result<BaseSet> {
+    let pb = progress_bar(progress, None, "reading");
+    let mut chunk: Vec<u64> = Vec::new();
+    let mut runs: Vec<PathBuf> = Vec::new();
+    let mut count = 0u64;
+    for fp in input {
+        chunk.push(fp?);
+        count += 1;
+        if count % (1 << 16) == 0 {
+            pb.set_position(count);
+        }
+        if chunk.len() == chunk_cap {
+            chunk.par_sort_unstable();
+            chunk.dedup();
+            runs.push(write_run(&chunk, spill, &format!("input-{}", runs.len()))?);
+            chunk.clear();
+        }
+    }
+    pb.finish_and_clear();
+    chunk.par_sort_unstable();
+    chunk.dedup();
+    if runs.is_empty() {
+        let distinct = chunk.len() as u64;
+        return Ok(BaseSet {
+            data: Base::Memory(chunk),
+            input: count,
+            distinct,
+        });
+    }
+    if !chunk.is_empty() {
+        runs.push(write_run(&chunk, spill, &format!("input-{}", runs.len()))?);
+    }
+    drop(chunk);
+    let path = spill.join("base.u64");
+    let f = File::create(&path).map_err(|e| Error::io(path.clone(), "create", e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut distinct = 0u64;
+    for k in merge(&runs, true)? {
+        w.write_all(&k?.to_le_bytes())
+            .map_err(|e| Error::io(path.clone(), "write", e))?;
+        distinct += 1;
+    }
+    w.flush().map_err(|e| Error::io(path.clone(), "write", e))?;
+    for r in &runs {
+        let _ = std::fs::remove_file(r);
+    }
+    Ok(BaseSet {
+        data: Base::File(path),
+        input: count,
+        distinct,
+    })
+}
+
+fn write_run(keys: &[u64], dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(format!("{name}.run"));
+    let f = File::create(&path).map_err(|e| Error::io(path.clone(), "create", e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    for k in keys {
+        w.write_all(&k.to_le_bytes())
+            .map_err(|e| Error::io(path.clone(), "write", e))?;
+    }
+    w.flush().map_err(|e| Error::io(path.clone(), "write", e))?;
+    Ok(path)
+}
+
+/// Sort the base file under `perm` into runs of `chunk_cap` keys.
+fn sorted_runs(
+    base: &Path,
+    perm: &crate::Permutation,
+    chunk_cap: usize,
+    spill: &Path,
+    table: usize,
+) -> Result<Vec<PathBuf>> {
+    let mut runs = Vec::new();
+    let mut reader = U64Reader::open(base)?;
+    let mut chunk = Vec::with_capacity(chunk_cap.min(1 << 24));
+    loop {
+        chunk.clear();
+        while chunk.len() < chunk_cap {
+            match reader.next() {
+                Some(k) => chunk.push(perm.apply(k?)),
+                None => break,
+            }
+        }
+        if chunk.is_empty() {
+            break;
+        }
+        chunk.par_sort_unstable();
+        runs.push(write_run(
+            &chunk,
+            spill,
+            &format!("t{table}-{}", runs.len()),
+        )?);
+    }
+    Ok(runs)
+}
+
+/// Reads little-endian u64s from a file the build wrote itself.
+struct U64Reader {
+    r: BufReader<File>,
+    path: PathBuf,
+}
+
+impl U64Reader {
+    fn open(path: &Path) -> Result<U64Reader> {
+        let f = File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+        Ok(U64Reader {
+            r: BufReader::with_capacity(1 << 20, f),
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Iterator for U64Reader {
+    type Item = Result<u64>;
+    fn next(&mut self) -> Option<Result<u64>> {
+        let mut b = [0u8; 8];
+        match self.r.read_exact(&mut b) {
+            Ok(()) => Some(Ok(u64::from_le_bytes(b))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+            Err(e) => Some(Err(Error::io(self.path.clone(), "read", e))),
+        }
+    }
+}
+
+/// k-way merge of sorted run files, optionally dropping duplicates.
+fn merge(runs: &[PathBuf], dedup: bool) -> Result<impl Iterator<Item = Result<u64>> + use<>> {
+    let mut readers = Vec::with_capacity(runs.len());
+    let mut heap = BinaryHeap::with_capacity(runs.len());
+    for (i, r) in runs.iter().enumerate() {
+        let mut rd = U64Reader::open(r)?;
+        if let Some(k) = rd.next() {
+            heap.push(Reverse((k?, i)));
+        }
+        readers.push(rd);
+    }
+    let mut last: Option<u64> = None;
+    let mut failed = false;
+    Ok(std::iter::from_fn(move || {
+        loop {
+            if failed {
+                return None;
+            }
+            let Reverse((k, i)) = heap.pop()?;
+            match readers[i].next() {
+                Some(Ok(next)) => heap.push(Reverse((next, i))),
+                Some(Err(e)) => {
+                    failed = true;
+                    return Some(Err(e));
+                }
+                None => {}
+            }
+            if dedup && last == Some(k) {
+                continue;
+            }
+            last = Some(k);
+            return Some(Ok(k));
+        }
+    }))
+}

@@ -1,0 +1,262 @@
+//! The index manifest: a small text file naming the design and every table file
+//! (`format-spec/index.md`).
+//!
+//! ```text
+//! simdex-index 1
+//! design 10
+//! k 3
+//! radius 0
+//! keys 1000000
+//! codec 1
+//! block-size 1024
+//! tables 10
+//! table 0 26 table-00.sxt 6051234 9f3a0c11 0,1,2,...,63
+//! ...
+//! crc32 1a2b3c4d
+//! ```
+//!
+//! Text, because an operator should be able to read what an index is with `cat`; a crc32 on the
+//! last line, because a truncated or edited manifest must not open.
+
+use std::fmt::Write as _;
+
+use crate::design::{Design, TableDesign};
+use crate::error::{Error, Result};
+use crate::permutation::Permutation;
+
+/// File name of the manifest inside an index directory.
+pub const MANIFEST_NAME: &str = "MANIFEST";
+/// Index format version.
+pub const INDEX_VERSION: u32 = 1;
+
+/// One table file of an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableEntry {
+    /// File name inside the index directory.
+    pub file: String,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// crc32 of the whole file.
+    pub crc32: u32,
+}
+
+/// The parsed manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The design (tables, prefixes, k, radius).
+    pub design: Design,
+    /// Distinct fingerprints in the index.
+    pub keys: u64,
+    /// Codec of every table.
+    pub codec: u32,
+    /// Block size of every table.
+    pub block_size: u32,
+    /// One entry per design table, in order.
+    pub tables: Vec<TableEntry>,
+}
+
+fn perm_text(p: &Permutation) -> String {
+    p.as_array()
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Manifest {
+    /// Serialize.
+    pub fn encode(&self) -> String {
+        let d = &self.design;
+        let mut s = String::new();
+        let _ = writeln!(s, "simdex-index {INDEX_VERSION}");
+        let _ = writeln!(s, "design {}", d.name());
+        let _ = writeln!(s, "k {}", d.k());
+        let _ = writeln!(s, "radius {}", d.radius());
+        let _ = writeln!(s, "keys {}", self.keys);
+        let _ = writeln!(s, "codec {}", self.codec);
+        let _ = writeln!(s, "block-size {}", self.block_size);
+        let _ = writeln!(s, "tables {}", self.tables.len());
+        for (i, (t, e)) in d.tables().iter().zip(&self.tables).enumerate() {
+            let _ = writeln!(
+                s,
+                "table {i} {} {} {} {:08x} {}",
+                t.prefix_bits,
+                e.file,
+                e.bytes,
+                e.crc32,
+                perm_text(&t.permutation)
+            );
+        }
+        let crc = crate::table::format::crc_at(0, s.as_bytes());
+        let _ = writeln!(s, "crc32 {crc:08x}");
+        s
+    }
+
+    /// Parse and validate.
+    pub fn decode(bytes: &[u8]) -> Result<Manifest> {
+        let bad = |line: usize, expected: &str, found: &str| {
+            Error::corrupt(
+                format!("manifest line {line}"),
+                0,
+                expected.to_string(),
+                format!("{found:?}"),
+            )
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            Error::corrupt(
+                "manifest",
+                e.valid_up_to() as u64,
+                "UTF-8 text",
+                "invalid UTF-8",
+            )
+        })?;
+        // The crc line is the last line; it covers every byte before it.
+        let body_end = text
+            .trim_end_matches('\n')
+            .rfind('\n')
+            .map(|i| i + 1)
+            .ok_or_else(|| bad(1, "several lines", text))?;
+        let (body, crc_line) = text.split_at(body_end);
+        let first = body.lines().next().unwrap_or("");
+        match first.strip_prefix("simdex-index ") {
+            Some(v) if v == INDEX_VERSION.to_string() => {}
+            Some(v) => {
+                return Err(Error::Unsupported {
+                    path: None,
+                    what: "index format version",
+                    expected: INDEX_VERSION.to_string(),
+                    found: v.parse().unwrap_or(u64::MAX),
+                });
+            }
+            None => return Err(bad(1, "\"simdex-index 1\"", first)),
+        }
+        let stored = crc_line
+            .trim_end()
+            .strip_prefix("crc32 ")
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| bad(body.lines().count() + 1, "crc32 <8 hex digits>", crc_line))?;
+        let actual = crate::table::format::crc_at(0, body.as_bytes());
+        if stored != actual || !crc_line.ends_with('\n') {
+            return Err(Error::corrupt(
+                "manifest crc32",
+                body_end as u64,
+                format!("{actual:08x} and a final newline"),
+                format!("{crc_line:?}"),
+            ));
+        }
+        let lines: Vec<&str> = body.lines().collect();
+        let field = |i: usize, name: &str| -> Result<&str> {
+            let l = lines.get(i).copied().unwrap_or("");
+            l.strip_prefix(name)
+                .and_then(|r| r.strip_prefix(' '))
+                .ok_or_else(|| bad(i + 1, &format!("{name} <value>"), l))
+        };
+        let num = |i: usize, name: &str| -> Result<u64> {
+            let v = field(i, name)?;
+            v.parse()
+                .map_err(|_| bad(i + 1, &format!("{name} <integer>"), lines[i]))
+        };
+        let name = field(1, "design")?.to_string();
+        let k = num(2, "k")? as u32;
+        let radius = num(3, "radius")? as u32;
+        let keys = num(4, "keys")?;
+        let codec = num(5, "codec")? as u32;
+        let block_size = num(6, "block-size")? as u32;
+        let count = num(7, "tables")? as usize;
+        if lines.len() != 8 + count {
+            return Err(bad(
+                8,
+                &format!("{count} table lines"),
+                &format!("{} lines", lines.len() - 8),
+            ));
+        }
+        let mut tables = Vec::with_capacity(count);
+        let mut entries = Vec::with_capacity(count);
+        for i in 0..count {
+            let ln = 9 + i;
+            let l = lines[8 + i];
+            let parts: Vec<&str> = l.split(' ').collect();
+            let expected = "table <i> <prefix bits> <file> <bytes> <crc32> <permutation>";
+            if parts.len() != 7 || parts[0] != "table" || parts[1] != i.to_string() {
+                return Err(bad(ln, expected, l));
+            }
+            let prefix_bits: u32 = parts[2].parse().map_err(|_| bad(ln, expected, l))?;
+            let file = parts[3].to_string();
+            if file.is_empty() || file.contains('/') || file.contains('\\') || file.starts_with('.')
+            {
+                return Err(bad(ln, "a plain file name", &file));
+            }
+            let bytes: u64 = parts[4].parse().map_err(|_| bad(ln, expected, l))?;
+            let crc32 = u32::from_str_radix(parts[5], 16).map_err(|_| bad(ln, expected, l))?;
+            let perm: Vec<u8> = parts[6]
+                .split(',')
+                .map(|x| x.parse::<u8>())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| bad(ln, "64 comma-separated bit positions", parts[6]))?;
+            let arr: [u8; 64] = perm
+                .try_into()
+                .map_err(|_| bad(ln, "64 comma-separated bit positions", parts[6]))?;
+            let permutation =
+                Permutation::new(arr).map_err(|e| bad(ln, "a permutation", &e.to_string()))?;
+            tables.push(TableDesign {
+                permutation,
+                prefix_bits,
+            });
+            entries.push(TableEntry { file, bytes, crc32 });
+        }
+        let design = Design::from_tables(name, k, radius, tables)
+            .map_err(|e| bad(2, "a valid design", &e.to_string()))?;
+        Ok(Manifest {
+            design,
+            keys,
+            codec,
+            block_size,
+            tables: entries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        let design = Design::by_name("10", 3).unwrap();
+        let tables = (0..10)
+            .map(|i| TableEntry {
+                file: format!("table-{i:02}.sxt"),
+                bytes: 1000 + i,
+                crc32: 0xdead_beef ^ i as u32,
+            })
+            .collect();
+        Manifest {
+            design,
+            keys: 12345,
+            codec: 1,
+            block_size: 1024,
+            tables,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let m = sample();
+        assert_eq!(Manifest::decode(m.encode().as_bytes()).unwrap(), m);
+    }
+
+    #[test]
+    fn every_edit_and_truncation_is_refused() {
+        let text = sample().encode().into_bytes();
+        for len in 0..text.len() {
+            assert!(
+                Manifest::decode(&text[..len]).is_err(),
+                "truncated at {len}"
+            );
+        }
+        for i in 0..text.len() {
+            let mut t = text.clone();
+            t[i] ^= 0x01;
+            assert!(Manifest::decode(&t).is_err(), "flip at {i}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Reading fingerprints from files or stdin, in the two input formats of the CLI:
+//!
+//! * `u64`: raw little-endian 8-byte words, nothing else; a length that is not a multiple of 8 is
+//!   an error naming the byte offset of the partial record.
+//! * `hex`: one fingerprint per line as 16 hex digits (optional `0x`, either case); blank lines
+//!   are skipped; anything else is an error naming the line.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::fingerprint::parse_hex;
+
+/// An input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Little-endian 8-byte words.
+    U64,
+    /// One hex fingerprint per line.
+    Hex,
+}
+
+impl std::str::FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Format> {
+        match s {
+            "u64" => Ok(Format::U64),
+            "hex" => Ok(Format::Hex),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown format {s:?}: use u64 or hex"
+            ))),
+        }
+    }
+}
+
+/// Streams fingerprints from a source, with errors that name the input and the position.
+pub struct FingerprintReader {
+    src: Box<dyn BufRead + Send>,
+    path: Option<PathBuf>,
+    format: Format,
+    /// Bytes consumed (u64) or lines read (hex).
+    position: u64,
+    line: String,
+    done: bool,
+}
+
+impl FingerprintReader {
+    /// Read `path` (`-` is stdin).
+    pub fn open(path: &Path, format: Format) -> Result<FingerprintReader> {
+        if path == Path::new("-") {
+            return Ok(FingerprintReader::new(
+                Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
+                None,
+                format,
+            ));
+        }
+        let f = File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+        if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(Error::io(
+                path.to_path_buf(),
+                "read",
+                io::Error::other("is a directory"),
+            ));
+        }
+        Ok(FingerprintReader::new(
+            Box::new(BufReader::with_capacity(1 << 20, f)),
+            Some(path.to_path_buf()),
+            format,
+        ))
+    }
+
+    /// Read from any buffered source; `path` is used in error messages.
+    pub fn new(
+        src: Box<dyn BufRead + Send>,
+        path: Option<PathBuf>,
+        format: Format,
+    ) -> FingerprintReader {
+        FingerprintReader {
+            src,
+            path,
+            format,
+            position: 0,
+            line: String::new(),
+            done: false,
+        }
+    }
+
+    fn parse_error(&self, location: String, message: String) -> Error {
+        Error::Parse {
+            path: self.path.clone(),
+            location,
+            message,
+        }
+    }
+
+    fn io_error(&self, e: io::Error) -> Error {
+        Error::Io {
+            path: self.path.clone(),
+            op: "read",
+            source: e,
+        }
+    }
+
+    fn next_u64(&mut self) -> Result<Option<u64>> {
+        let mut buf = [0u8; 8];
+        let mut got = 0;
+        while got < 8 {
+            match self.src.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        match got {
+            0 => Ok(None),
+            8 => {
+                self.position += 8;
+                Ok(Some(u64::from_le_bytes(buf)))
+            }
+            _ => Err(self.parse_error(
+                format!("byte offset {}", self.position),
+                format!(
+                    "truncated record: {got} trailing bytes; u64 input must be a multiple of 8 bytes \
+                     (is this a hex file? use --format hex)"
+                ),
+            )),
+        }
+    }
+
+    fn next_hex(&mut self) -> Result<Option<u64>> {
+        loop {
+            self.line.clear();
+            let n = self
+                .src
+                .read_line(&mut self.line)
+                .map_err(|e| self.io_error(e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.position += 1;
+            if self.line.trim().is_empty() {
+                continue;
+            }
+            return parse_hex(&self.line)
+                .map(Some)
+                .map_err(|m| self.parse_error(format!("line {}", self.position), m));
+        }
+    }
+}
+
+impl Iterator for FingerprintReader {
+    type Item = Result<u64>;
+    fn next(&mut self) -> Option<Result<u64>> {
+        if self.done {
+            return None;
+        }
+        let r = match self.format {
+            Format::U64 => self.next_u64(),
+            Format::Hex => self.next_hex(),
+        };
+        match r {
+            Ok(Some(x)) => Some(Ok(x)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Read all fingerprints of `path` into memory.
+pub fn read_all(path: &Path, format: Format) -> Result<Vec<u64>> {
+    FingerprintReader::open(path, format)?.collect()
+}
+
+/// Decode a whole in-memory input.
+pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<u64>> {
+    let src: Box<dyn BufRead + Send> = Box::new(io::Cursor::new(bytes.to_vec()));
+    FingerprintReader::new(src, None, format).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u64_and_hex_inputs() {
+        let mut b = Vec::new();
+        for x in [1u64, u64::MAX, 0] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        assert_eq!(parse_bytes(&b, Format::U64).unwrap(), vec![1, u64::MAX, 0]);
+        b.push(7);
+        let e = parse_bytes(&b, Format::U64).unwrap_err().to_string();
+        assert!(e.contains("byte offset 24"), "{e}");
+        let text = b"0000000000000001\n\n0xFFFFFFFFFFFFFFFF\r\n";
+        assert_eq!(parse_hex_ok(text), vec![1, u64::MAX]);
+        let e = parse_bytes(b"0000000000000001\nzz\n", Format::Hex)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+        assert!(parse_bytes(b"", Format::Hex).unwrap().is_empty());
+    }
+
+    fn parse_hex_ok(b: &[u8]) -> Vec<u64> {
+        parse_bytes(b, Format::Hex).unwrap()
+    }
+}
