@@ -51,7 +51,7 @@ impl FingerprintReader {
         if path == Path::new("-") {
             return Ok(FingerprintReader::new(
                 Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
-                None,
+                Some(PathBuf::from("<stdin>")),
                 format,
             ));
         }

@@ -1,8 +1,12 @@
-//! `simdex demo`: the table file end to end on generated data.
+//! `simdex demo`: the main job end to end on generated data — generate fingerprints with
+//! planted near-duplicates, build an index, query it, print sizes and speed.
 
 use std::time::Instant;
 
-use simdex::table::{self, Table, TableOptions};
+use simdex::index::{self, BuildOptions, DesignChoice};
+use simdex::{Error, Index, Result};
+
+use crate::util::human_bytes;
 
 /// Arguments of `simdex demo`.
 #[derive(clap::Args)]
@@ -10,84 +14,102 @@ pub struct Args {
     /// Number of random fingerprints.
     #[arg(long, default_value_t = 1_000_000)]
     n: u64,
-    /// Block size in bytes (power of two, 128..=65536).
+    /// Query distance.
+    #[arg(long, default_value_t = 3)]
+    k: u32,
+    /// Table design (auto, 20, 16, 10, 4, m<M>c<C>r<R>, m<M1>x<M2>).
+    #[arg(long, default_value = "auto")]
+    design: String,
+    /// Block size in bytes.
     #[arg(long, default_value_t = 1024)]
     block_size: u32,
-    /// Seed of the generator.
+    /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Keep the index at this path instead of a temporary directory.
+    #[arg(long)]
+    keep: Option<std::path::PathBuf>,
 }
 
-/// splitmix64: a tiny, well-mixed deterministic generator.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Run the demo.
-pub fn run(a: Args) -> simdex::Result<()> {
-    let mut s = a.seed;
-    let mut keys: Vec<u64> = (0..a.n).map(|_| splitmix(&mut s)).collect();
-    let queries: Vec<u64> = keys
-        .iter()
-        .step_by((a.n as usize / 1000).max(1))
-        .copied()
-        .collect();
-    keys.sort_unstable();
-    let dir = tempfile::tempdir().map_err(|e| simdex::Error::io(None, "create temp dir", e))?;
-    let path = dir.path().join("demo.sxt");
-    let opts = TableOptions {
+/// Run.
+pub fn run(a: Args) -> Result<()> {
+    let planted = (a.n / 100).min(10_000);
+    let distances: Vec<u32> = (1..=a.k + 1).collect();
+    let fps = crate::gen_cmd::generate(a.n, planted, &distances, a.seed)?;
+    println!(
+        "generated {} fingerprints: {} random, {} planted near-duplicates at distances {:?}",
+        fps.len(),
+        a.n,
+        fps.len() as u64 - a.n,
+        distances
+    );
+    let tmp = tempfile::tempdir().map_err(|e| Error::io(None, "create temporary directory", e))?;
+    let dir = a.keep.clone().unwrap_or_else(|| tmp.path().join("index"));
+    let opts = BuildOptions {
+        k: a.k,
+        design: if a.design == "auto" {
+            DesignChoice::Auto
+        } else {
+            DesignChoice::Named(a.design.clone())
+        },
         block_size: a.block_size,
-        ..TableOptions::default()
+        mem_bytes: 1 << 30,
+        progress: true,
     };
+    let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
+    println!(
+        "built {} in {:.2?}: design {} ({} tables, k = {})",
+        dir.display(),
+        s.elapsed,
+        s.design.name(),
+        s.design.tables().len(),
+        s.design.k()
+    );
+    let idx = Index::open(&dir)?;
+    let st = idx.stats();
+    println!(
+        "size: {} on disk = {:.2} bits per fingerprint per table ({:.1}% of raw 64; information bound {:.2}); reader memory {}",
+        human_bytes(st.disk_bytes as f64),
+        st.bits_per_key_per_table,
+        st.bits_per_key_per_table / 64.0 * 100.0,
+        simdex::table::information_bound(st.keys),
+        human_bytes(st.memory_bytes as f64)
+    );
+    // Queries: the planted originals (each has neighbours at 1..=k) and fresh random ones.
+    let mut queries: Vec<u64> = fps[..planted as usize].to_vec();
+    let mut s_ = a.seed ^ 0xABCD;
+    queries.extend((0..10_000).map(|_| crate::util::splitmix(&mut s_)));
     let t0 = Instant::now();
-    let summary = table::build_file(&path, &opts, || Ok(keys.iter().map(|&k| Ok(k))))?;
-    let build = t0.elapsed();
-    let t = Table::open(&path)?;
-    let st = t.stats();
-    println!(
-        "built {} keys ({} duplicates dropped) into {} blocks of {} bytes in {:.2?}",
-        summary.keys, summary.duplicates, st.blocks, st.block_size, build
-    );
-    println!(
-        "file: {} bytes = {:.2} bits/key ({:.1}% of raw 64-bit); bound log2 C(2^64,n)/n = {:.2} bits/key",
-        st.file_bytes,
-        st.bits_per_key,
-        st.bits_per_key / 64.0 * 100.0,
-        table::information_bound(st.keys)
-    );
-    println!(
-        "reader memory: {} bytes ({:.3} bits/key)",
-        st.memory_bytes,
-        st.memory_bytes as f64 * 8.0 / st.keys.max(1) as f64
-    );
-    let t0 = Instant::now();
-    let mut found = 0u64;
-    let mut neighbours = 0u64;
+    let mut matches = 0usize;
+    let mut with_dups = 0usize;
     for &q in &queries {
-        for k in t.prefix(q, 24) {
-            let k = k?;
-            neighbours += 1;
-            if k == q {
-                found += 1;
-            }
-        }
+        let m = idx.near(q, a.k)?;
+        matches += m.len();
+        with_dups += usize::from(m.iter().any(|m| m.distance > 0));
     }
     let el = t0.elapsed();
     println!(
-        "{} prefix probes (24 bits): {found} found themselves, {neighbours} keys returned, {:.2} µs/probe",
+        "queried {} fingerprints at k = {} on one thread: {:.1} µs per query ({:.0} queries/s); \
+         {} matches, {} queries with a near-duplicate",
         queries.len(),
-        el.as_secs_f64() * 1e6 / queries.len().max(1) as f64
+        a.k,
+        el.as_secs_f64() * 1e6 / queries.len().max(1) as f64,
+        queries.len() as f64 / el.as_secs_f64(),
+        matches,
+        with_dups
     );
+    if let Some(&q) = queries.first() {
+        println!("example: near({q:016x}, {}):", a.k);
+        for m in idx.near(q, a.k)? {
+            println!("  {:016x}  distance {}", m.fingerprint, m.distance);
+        }
+    }
     let t0 = Instant::now();
-    let rep = t.verify()?;
+    let r = idx.verify()?;
     println!(
-        "verify: {} keys in {} blocks OK in {:.2?}",
-        rep.keys,
-        rep.blocks,
+        "verify: {} tables, {} keys decoded, all checksums valid ({:.2?})",
+        r.tables,
+        r.keys_decoded,
         t0.elapsed()
     );
     Ok(())

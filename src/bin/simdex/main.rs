@@ -1,14 +1,20 @@
-//! The simdex command-line tool.
+//! The simdex command-line tool: one file per subcommand.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod build;
 mod demo;
+mod designs;
+mod gen_cmd;
+mod inspect;
+mod query;
+mod util;
 
-/// simdex: a storage engine for simhash fingerprints.
+/// simdex: a storage engine for simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007).
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version, about, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,17 +22,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate random fingerprints, build a table, query it and print its size.
+    /// The main job on built-in data: generate fingerprints, build an index, query it, show stats.
     Demo(demo::Args),
+    /// Generate deterministic sample fingerprints with planted near-duplicates.
+    Gen(gen_cmd::Args),
+    /// Build an index directory from fingerprints (any order, duplicates allowed).
+    Build(build::Args),
+    /// Find stored fingerprints within Hamming distance k of each query.
+    Query(query::Args),
+    /// Print an index's sizes.
+    Stats(inspect::StatsArgs),
+    /// Check every checksum and structure of an index.
+    Verify(inspect::VerifyArgs),
+    /// List candidate table designs for n fingerprints and k, with their modelled costs.
+    Designs(designs::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
+        Command::Gen(a) => gen_cmd::run(a),
+        Command::Build(a) => build::run(a),
+        Command::Query(a) => query::run(a),
+        Command::Stats(a) => inspect::stats(a),
+        Command::Verify(a) => inspect::verify(a),
+        Command::Designs(a) => designs::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if util::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("simdex: error: {e}");
             ExitCode::FAILURE

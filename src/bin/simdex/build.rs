@@ -1,0 +1,72 @@
+//! `simdex build`: fingerprints in, index directory out.
+
+use std::path::PathBuf;
+
+use simdex::Result;
+use simdex::index::{self, BuildOptions, DesignChoice};
+use simdex::input::{FingerprintReader, Format};
+
+use crate::util::{human_bytes, parse_size};
+
+/// Arguments of `simdex build`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input fingerprints (`-` for standard input).
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Input format: hex (16 hex digits per line) or u64 (little-endian 8-byte words).
+    #[arg(long, default_value = "hex")]
+    pub format: Format,
+    /// Index directory to create (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Largest query distance the index must answer exactly (0..=7).
+    #[arg(long, default_value_t = 3)]
+    pub k: u32,
+    /// Table design: auto, the paper's 20, 16, 10 or 4 (k = 3), m<M>c<C>r<R> or m<M1>x<M2>.
+    #[arg(long, default_value = "auto")]
+    pub design: String,
+    /// Block size in bytes (power of two, 128..=65536).
+    #[arg(long, default_value_t = 1024)]
+    pub block_size: u32,
+    /// Memory budget for sorting, e.g. 512M, 1G.
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub mem: u64,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Run.
+pub fn run(a: Args) -> Result<()> {
+    let design = match a.design.as_str() {
+        "auto" => DesignChoice::Auto,
+        name => DesignChoice::Named(name.to_string()),
+    };
+    let opts = BuildOptions {
+        k: a.k,
+        design,
+        block_size: a.block_size,
+        mem_bytes: a.mem,
+        progress: !a.quiet,
+    };
+    let input = FingerprintReader::open(&a.input, a.format)?;
+    let s = index::build(&a.out, input, &opts)?;
+    if !a.quiet {
+        eprintln!(
+            "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}); {} on disk \
+             ({:.2} bits per fingerprint per table){}; {:.2?}",
+            a.out.display(),
+            s.input,
+            s.keys,
+            s.design.name(),
+            s.design.tables().len(),
+            s.design.k(),
+            human_bytes(s.table_bytes as f64),
+            s.table_bytes as f64 * 8.0 / s.keys.max(1) as f64 / s.design.tables().len() as f64,
+            if s.external { "; external sort" } else { "" },
+            s.elapsed
+        );
+    }
+    Ok(())
+}

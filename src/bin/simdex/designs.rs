@@ -1,0 +1,82 @@
+//! `simdex designs`: the candidate designs for (n, k) and what each costs.
+
+use simdex::Result;
+use simdex::design::{DEFAULT_MAX_TABLES, Design};
+
+use crate::util::human_bytes;
+
+/// Arguments of `simdex designs`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Number of fingerprints.
+    #[arg(long, default_value_t = 8_000_000_000)]
+    pub n: u64,
+    /// Query distance.
+    #[arg(long, default_value_t = 3)]
+    pub k: u32,
+    /// Block size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub block_size: u32,
+    /// Largest table count to list.
+    #[arg(long, default_value_t = DEFAULT_MAX_TABLES)]
+    pub max_tables: usize,
+}
+
+/// Run.
+pub fn run(a: Args) -> Result<()> {
+    simdex::table::format::check_block_size(a.block_size)?;
+    let auto = Design::auto_with_budget(a.n, a.k, a.max_tables, a.block_size)?;
+    println!(
+        "designs for n = {}, k = {}, block size {} (model: ns per query on the reference machine)",
+        a.n, a.k, a.block_size
+    );
+    println!(
+        "  {:<10} {:>6} {:>8} {:>6} {:>8} {:>14} {:>12} {:>12} {:>12}",
+        "design",
+        "tables",
+        "prefix",
+        "radius",
+        "probes",
+        "cand/probe",
+        "model ns",
+        "disk",
+        "memory"
+    );
+    let mut all = Design::candidates(a.k, a.max_tables);
+    all.sort_by(|x, y| {
+        x.tables()
+            .len()
+            .cmp(&y.tables().len())
+            .then(x.name().cmp(y.name()))
+    });
+    for d in &all {
+        let c = d.cost(a.n, a.block_size);
+        let (pmin, pmax) = d.tables().iter().fold((64, 0), |(lo, hi), t| {
+            (lo.min(t.prefix_bits), hi.max(t.prefix_bits))
+        });
+        let prefix = if pmin == pmax {
+            pmin.to_string()
+        } else {
+            format!("{pmin}-{pmax}")
+        };
+        println!(
+            "{} {:<10} {:>6} {:>8} {:>6} {:>8.0} {:>14.3} {:>12.0} {:>12} {:>12}",
+            if d.tables() == auto.tables() && d.radius() == auto.radius() {
+                "*"
+            } else {
+                " "
+            },
+            d.name(),
+            d.tables().len(),
+            prefix,
+            d.radius(),
+            c.probes,
+            c.candidates / c.probes,
+            c.work_ns,
+            human_bytes(c.disk_bytes),
+            human_bytes(c.memory_bytes)
+        );
+    }
+    println!("* = the design `--design auto` picks");
+    Ok(())
+}

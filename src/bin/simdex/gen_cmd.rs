@@ -1,0 +1,82 @@
+//! `simdex gen`: deterministic sample fingerprints.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use simdex::input::Format;
+use simdex::{Error, Result};
+
+use crate::util::{flip_bits, splitmix};
+
+/// Arguments of `simdex gen`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Random fingerprints to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub n: u64,
+    /// How many of them get planted near-duplicates.
+    #[arg(long, default_value_t = 1000)]
+    pub planted: u64,
+    /// Distances of the planted near-duplicates (one of each per planted fingerprint).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    pub distances: Vec<u32>,
+    /// Seed; the same seed gives the same output.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format: hex (one per line) or u64 (little-endian words).
+    #[arg(long, default_value = "hex")]
+    pub format: Format,
+    /// Output file (written atomically); standard output if absent or `-`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The fingerprints `gen` produces: `n` random ones, then for each of the first `planted`, one
+/// copy at each distance (in the order given).
+pub fn generate(n: u64, planted: u64, distances: &[u32], seed: u64) -> Result<Vec<u64>> {
+    if let Some(d) = distances.iter().find(|&&d| d > 64) {
+        return Err(Error::InvalidArgument(format!("distance {d} exceeds 64")));
+    }
+    if planted > n {
+        return Err(Error::InvalidArgument(format!(
+            "--planted {planted} exceeds --n {n}"
+        )));
+    }
+    let mut s = seed;
+    let mut v: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+    let mut t = seed ^ 0xD1B5_4A32_D192_ED03;
+    for i in 0..planted as usize {
+        for &d in distances {
+            let x = flip_bits(v[i], d, &mut t);
+            v.push(x);
+        }
+    }
+    Ok(v)
+}
+
+fn write_all(w: &mut impl Write, fps: &[u64], format: Format) -> std::io::Result<()> {
+    for &x in fps {
+        match format {
+            Format::Hex => writeln!(w, "{x:016x}")?,
+            Format::U64 => w.write_all(&x.to_le_bytes())?,
+        }
+    }
+    Ok(())
+}
+
+/// Run.
+pub fn run(a: Args) -> Result<()> {
+    let fps = generate(a.n, a.planted, &a.distances, a.seed)?;
+    match a.out.as_deref() {
+        None => {}
+        Some(p) if p.as_os_str() == "-" => {}
+        Some(p) => {
+            return simdex::atomic::write_file(p, |w| {
+                write_all(w, &fps, a.format).map_err(|e| Error::io(p.to_path_buf(), "write", e))
+            });
+        }
+    }
+    let mut w = crate::util::stdout();
+    write_all(&mut w, &fps, a.format).map_err(crate::util::out_err)?;
+    crate::util::flush(&mut w)
+}

@@ -1,0 +1,98 @@
+//! `simdex stats` and `simdex verify`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use simdex::{Index, Result};
+
+use crate::util::human_bytes;
+
+/// Arguments of `simdex stats`.
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// Index directory.
+    pub dir: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `simdex verify`.
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Index directory.
+    pub dir: PathBuf,
+}
+
+/// Run `stats`.
+pub fn stats(a: StatsArgs) -> Result<()> {
+    let idx = Index::open(&a.dir)?;
+    let s = idx.stats();
+    let raw = s.keys as f64 * 8.0;
+    let mut w = crate::util::stdout();
+    let r = if a.json {
+        writeln!(
+            w,
+            "{{\"fingerprints\":{},\"design\":\"{}\",\"k\":{},\"radius\":{},\"tables\":{},\"block_size\":{},\
+             \"disk_bytes\":{},\"bits_per_fingerprint_per_table\":{:.4},\"information_bound_bits\":{:.4},\
+             \"memory_bytes\":{},\"probes_per_query\":{}}}",
+            s.keys,
+            s.design,
+            s.k,
+            s.radius,
+            s.tables,
+            s.block_size,
+            s.disk_bytes,
+            s.bits_per_key_per_table,
+            simdex::table::information_bound(s.keys),
+            s.memory_bytes,
+            s.probes_per_query
+        )
+    } else {
+        writeln!(w, "index            {}", a.dir.display())
+            .and_then(|_| writeln!(w, "fingerprints     {}", s.keys))
+            .and_then(|_| {
+                writeln!(
+                    w,
+                    "design           {} ({} tables, k = {}, probe radius {}, {} probes per query)",
+                    s.design, s.tables, s.k, s.radius, s.probes_per_query
+                )
+            })
+            .and_then(|_| writeln!(w, "block size       {} bytes", s.block_size))
+            .and_then(|_| {
+                writeln!(
+                    w,
+                    "disk             {} ({:.2} bits per fingerprint per table; information bound {:.2}; raw 64)",
+                    human_bytes(s.disk_bytes as f64),
+                    s.bits_per_key_per_table,
+                    simdex::table::information_bound(s.keys)
+                )
+            })
+            .and_then(|_| {
+                writeln!(
+                    w,
+                    "per table        {:.1}% of raw ({} raw)",
+                    s.bits_per_key_per_table / 64.0 * 100.0,
+                    human_bytes(raw)
+                )
+            })
+            .and_then(|_| writeln!(w, "reader memory    {}", human_bytes(s.memory_bytes as f64)))
+    };
+    r.map_err(crate::util::out_err)?;
+    crate::util::flush(&mut w)
+}
+
+/// Run `verify`.
+pub fn verify(a: VerifyArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let idx = Index::open(&a.dir)?;
+    let r = idx.verify()?;
+    println!(
+        "ok: {} tables, {} keys decoded, every checksum and structure valid ({:.2?})",
+        r.tables,
+        r.keys_decoded,
+        t0.elapsed()
+    );
+    Ok(())
+}

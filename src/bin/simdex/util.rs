@@ -1,0 +1,96 @@
+//! Helpers shared by subcommands.
+
+use std::io::{self, BufWriter, Write};
+
+use simdex::{Error, Result};
+
+/// splitmix64: the deterministic generator behind `gen` and `demo`.
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Flip exactly `d` distinct random bits of `x`.
+pub fn flip_bits(x: u64, d: u32, s: &mut u64) -> u64 {
+    let mut m = 0u64;
+    while m.count_ones() < d {
+        m |= 1 << (splitmix(s) % 64);
+    }
+    x ^ m
+}
+
+/// Parse a byte size: `4096`, `512K`, `64M`, `1G`, `2T` (powers of 1024; a trailing `B` or
+/// `iB` is allowed).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a size like 512M or 1G"))
+}
+
+/// Buffered stdout.
+pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::with_capacity(1 << 16, io::stdout().lock())
+}
+
+/// Map a write error on stdout.
+pub fn out_err(e: io::Error) -> Error {
+    Error::io(None, "write to stdout", e)
+}
+
+/// Flush stdout, mapping the error.
+pub fn flush(w: &mut impl Write) -> Result<()> {
+    w.flush().map_err(out_err)
+}
+
+/// True for a write to a closed pipe (`simdex query ... | head`): not an error worth a message.
+pub fn is_broken_pipe(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// Human-readable bytes.
+pub fn human_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.2} {}", units[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}
