@@ -126,9 +126,11 @@ pub fn build(
             opts.mem_bytes
         )));
     }
-    if let DesignChoice::Named(name) = &opts.design {
-        // Fail on a bad name before reading any input.
-        Design::by_name(name, opts.k)?;
+    // Fail on a bad k or design before reading any input.
+    match &opts.design {
+        DesignChoice::Named(name) => drop(Design::by_name(name, opts.k)?),
+        DesignChoice::Auto => drop(Design::auto(1, opts.k)?),
+        DesignChoice::Given(_) => {}
     }
     if out.exists() {
         return Err(Error::io(

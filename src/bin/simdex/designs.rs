@@ -77,6 +77,6 @@ pub fn run(a: Args) -> Result<()> {
             human_bytes(c.memory_bytes)
         );
     }
-    println!("* = the design `--design auto` picks");
+    println!("(* marks the design `--design auto` picks)");
     Ok(())
 }

@@ -1,0 +1,299 @@
+//! End-to-end tests of the `simdex` binary: outputs, exit codes, and errors on bad input.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn simdex(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_simdex"));
+    c.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(b) = stdin {
+        input.write_all(b).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn fails(o: &Output, needle: &str) {
+    assert!(
+        !o.status.success(),
+        "should fail; stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(needle), "stderr {err:?} lacks {needle:?}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one-line error: {err}");
+}
+
+#[test]
+fn gen_build_query_stats_verify() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &[
+            "gen",
+            "--n",
+            "5000",
+            "--planted",
+            "20",
+            "--distances",
+            "1,2,3,4",
+            "--out",
+            "fps.hex",
+        ],
+        None,
+        p,
+    ));
+    let text = std::fs::read_to_string(p.join("fps.hex")).unwrap();
+    let fps: Vec<u64> = text
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
+    assert_eq!(fps.len(), 5000 + 20 * 4);
+    // Deterministic: the same seed gives the same bytes.
+    let again = ok(&simdex(
+        &[
+            "gen",
+            "--n",
+            "5000",
+            "--planted",
+            "20",
+            "--distances",
+            "1,2,3,4",
+        ],
+        None,
+        p,
+    ));
+    assert_eq!(again, text);
+    // Planted neighbours are at the stated distances.
+    for i in 0..20 {
+        for (j, d) in (1..=4).enumerate() {
+            assert_eq!((fps[i] ^ fps[5000 + i * 4 + j]).count_ones(), d);
+        }
+    }
+    let built = simdex(
+        &[
+            "build",
+            "--input",
+            "fps.hex",
+            "--out",
+            "idx",
+            "--design",
+            "10",
+            "--block-size",
+            "256",
+        ],
+        None,
+        p,
+    );
+    ok(&built);
+    assert!(String::from_utf8_lossy(&built.stderr).contains("5080 distinct"));
+    // Query in hex from stdin, planted originals first.
+    let q = format!("{:016x}\n0x{:016X}\n", fps[0], fps[1]);
+    let out = ok(&simdex(&["query", "idx"], Some(q.as_bytes()), p));
+    let lines: Vec<&str> = out.lines().collect();
+    // fps[0] matches itself and its neighbours at 1, 2, 3 (not 4), in distance order.
+    let first: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with(&format!("{:016x}", fps[0])))
+        .collect();
+    assert_eq!(first.len(), 4, "{out}");
+    for (d, l) in first.iter().enumerate() {
+        let cols: Vec<&str> = l.split('\t').collect();
+        assert_eq!(cols.len(), 3);
+        assert_eq!(cols[2], d.to_string());
+        assert_eq!(cols[1].len(), 16);
+    }
+    // Queries come out in input order.
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with(&format!("{:016x}", fps[1]))
+    );
+    // --k 1 and JSON.
+    let out = ok(&simdex(
+        &["query", "idx", "--k", "1", "--json"],
+        Some(q.as_bytes()),
+        p,
+    ));
+    assert_eq!(out.lines().count(), 2);
+    assert!(out.lines().next().unwrap().contains("\"distance\":1"));
+    assert!(!out.contains("\"distance\":2"));
+    // u64 input from a file.
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&fps[2].to_le_bytes());
+    std::fs::write(p.join("q.u64"), &raw).unwrap();
+    let out = ok(&simdex(
+        &[
+            "query", "idx", "--input", "q.u64", "--format", "u64", "--k", "0",
+        ],
+        None,
+        p,
+    ));
+    assert_eq!(out, format!("{:016x}\t{:016x}\t0\n", fps[2], fps[2]));
+    let st = ok(&simdex(&["stats", "idx", "--json"], None, p));
+    assert!(
+        st.contains("\"fingerprints\":5080") && st.contains("\"tables\":10"),
+        "{st}"
+    );
+    assert!(ok(&simdex(&["stats", "idx"], None, p)).contains("design"));
+    assert!(ok(&simdex(&["verify", "idx"], None, p)).starts_with("ok"));
+    let ds = ok(&simdex(
+        &["designs", "--n", "1000000000", "--k", "3"],
+        None,
+        p,
+    ));
+    assert_eq!(ds.lines().filter(|l| l.starts_with('*')).count(), 1, "{ds}");
+}
+
+#[test]
+fn bad_input_gives_one_line_errors_and_no_partial_index() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("bad.hex"), "0000000000000001\nnot-hex\n").unwrap();
+    fails(
+        &simdex(&["build", "--input", "bad.hex", "--out", "idx"], None, p),
+        "bad.hex: line 2",
+    );
+    std::fs::write(p.join("odd.u64"), [0u8; 12]).unwrap();
+    fails(
+        &simdex(
+            &[
+                "build", "--input", "odd.u64", "--format", "u64", "--out", "idx",
+            ],
+            None,
+            p,
+        ),
+        "byte offset 8",
+    );
+    fails(
+        &simdex(
+            &["build", "--input", "missing.hex", "--out", "idx"],
+            None,
+            p,
+        ),
+        "missing.hex",
+    );
+    fails(
+        &simdex(
+            &["build", "--input", "bad.hex", "--out", "idx", "--k", "9"],
+            None,
+            p,
+        ),
+        "k = 9",
+    );
+    fails(
+        &simdex(
+            &[
+                "build", "--input", "bad.hex", "--out", "idx", "--design", "banana",
+            ],
+            None,
+            p,
+        ),
+        "unknown design",
+    );
+    fails(
+        &simdex(
+            &[
+                "build",
+                "--input",
+                "bad.hex",
+                "--out",
+                "idx",
+                "--block-size",
+                "1000",
+            ],
+            None,
+            p,
+        ),
+        "block size",
+    );
+    fails(
+        &simdex(
+            &["build", "--input", "bad.hex", "--out", "no/such/dir/idx"],
+            None,
+            p,
+        ),
+        "no/such/dir",
+    );
+    // Nothing was left behind by any of those.
+    let mut names: Vec<String> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["bad.hex", "odd.u64"]);
+    // Empty input builds an empty index that answers nothing.
+    std::fs::write(p.join("empty.hex"), "").unwrap();
+    ok(&simdex(
+        &["build", "--input", "empty.hex", "--out", "empty"],
+        None,
+        p,
+    ));
+    assert_eq!(
+        ok(&simdex(&["query", "empty"], Some(b"0000000000000000\n"), p)),
+        ""
+    );
+    // Query errors.
+    fails(
+        &simdex(
+            &["query", "empty", "--k", "4"],
+            Some(b"0000000000000000\n"),
+            p,
+        ),
+        "exceeds",
+    );
+    fails(
+        &simdex(&["query", "empty"], Some(b"12345\n"), p),
+        "<stdin>: line 1",
+    );
+    fails(
+        &simdex(&["query", "nothere"], Some(b""), p),
+        "not a simdex index",
+    );
+    fails(&simdex(&["stats", "bad.hex"], None, p), "bad.hex");
+    // An existing output directory is refused.
+    fails(
+        &simdex(
+            &["build", "--input", "empty.hex", "--out", "empty"],
+            None,
+            p,
+        ),
+        "already exists",
+    );
+    // A corrupted table fails verify with the file named, exit non-zero.
+    let t = p.join("empty/table-00.sxt");
+    let mut b = std::fs::read(&t).unwrap();
+    b[1] ^= 1;
+    std::fs::write(&t, b).unwrap();
+    fails(&simdex(&["verify", "empty"], None, p), "table-00.sxt");
+}
+
+#[test]
+fn demo_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let out = ok(&simdex(&["demo", "--n", "20000"], None, d.path()));
+    assert!(
+        out.contains("verify: ") && out.contains("queries/s"),
+        "{out}"
+    );
+}
