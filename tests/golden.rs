@@ -125,3 +125,64 @@ fn golden_vectors_decode_and_reproduce() {
         );
     }
 }
+
+#[test]
+fn golden_index_opens_answers_and_reproduces() {
+    use simdex::index::{self, BuildOptions, DesignChoice};
+    let vdir = dir().join("v1-index");
+    let fps_path = dir().join("v1-index.fps");
+    let opts = BuildOptions {
+        k: 3,
+        design: DesignChoice::Named("4".into()),
+        block_size: 128,
+        mem_bytes: 1 << 30,
+        progress: false,
+    };
+    if std::env::var_os("SIMDEX_REGEN_VECTORS").is_some() {
+        let mut s = 11;
+        let mut fps: Vec<u64> = (0..30).map(|_| splitmix(&mut s)).collect();
+        // Near-duplicates at 1, 2, 3 and 4 bits, a duplicate, and the extremes.
+        fps.extend([
+            fps[0] ^ 1,
+            fps[0] ^ 0x8000_0000_0000_0001,
+            fps[0] ^ 0x0101_0000_0000_0100,
+        ]);
+        fps.extend([fps[1] ^ 0xF, fps[2], 0, u64::MAX, 1 << 63, 1, u64::MAX - 1]);
+        let text: String = fps.iter().map(|f| format!("{f:016x}\n")).collect();
+        std::fs::write(&fps_path, text).unwrap();
+        let _ = std::fs::remove_dir_all(&vdir);
+        index::build(&vdir, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+    }
+    let fps = simdex::input::read_all(&fps_path, simdex::input::Format::Hex).unwrap();
+    let idx = simdex::Index::open(&vdir).unwrap();
+    idx.verify().unwrap();
+    for &q in &fps {
+        let want: Vec<u64> = {
+            let mut v: Vec<(u32, u64)> = fps
+                .iter()
+                .map(|&f| ((f ^ q).count_ones(), f))
+                .filter(|&(d, _)| d <= 3)
+                .collect();
+            v.sort();
+            v.dedup();
+            v.into_iter().map(|(_, f)| f).collect()
+        };
+        let got: Vec<u64> = idx
+            .near(q, 3)
+            .unwrap()
+            .iter()
+            .map(|m| m.fingerprint)
+            .collect();
+        assert_eq!(got, want);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rebuilt = tmp.path().join("i");
+    index::build(&rebuilt, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+    for e in std::fs::read_dir(&vdir).unwrap() {
+        let name = e.unwrap().file_name();
+        assert!(
+            std::fs::read(vdir.join(&name)).unwrap() == std::fs::read(rebuilt.join(&name)).unwrap(),
+            "{name:?} differs"
+        );
+    }
+}

@@ -210,11 +210,11 @@ pub fn build(
             }
         }
         pb.inc(n);
-        let (bytes, crc32) = super::file_crc32(&path)?;
+        let (bytes, xxh3) = super::file_digest(&path)?;
         Ok(TableEntry {
             file: file_name(i),
             bytes,
-            crc32,
+            xxh3,
         })
     };
     let entries: Vec<TableEntry> = match &base.data {

@@ -10,7 +10,7 @@
 //! codec 1
 //! block-size 1024
 //! tables 10
-//! table 0 26 table-00.sxt 6051234 9f3a0c11 0,1,2,...,63
+//! table 0 26 table-00.sxt 6051234 9f3a0c11d2e4f608 0,1,2,...,63
 //! ...
 //! crc32 1a2b3c4d
 //! ```
@@ -36,8 +36,13 @@ pub struct TableEntry {
     pub file: String,
     /// File size in bytes.
     pub bytes: u64,
-    /// crc32 of the whole file.
-    pub crc32: u32,
+    /// xxh3-64 digest of the whole file.
+    ///
+    /// Not a crc32: a table file is a chain of structures that each end in their own crc32, and
+    /// CRC-32 is affine over GF(2), so the crc32 of such a whole file depends only on the
+    /// structure lengths and the few bytes outside any structure; every valid table of one size
+    /// has the same whole-file crc32 (seen on the golden vectors). xxh3 has no such structure.
+    pub xxh3: u64,
 }
 
 /// The parsed manifest.
@@ -79,11 +84,11 @@ impl Manifest {
         for (i, (t, e)) in d.tables().iter().zip(&self.tables).enumerate() {
             let _ = writeln!(
                 s,
-                "table {i} {} {} {} {:08x} {}",
+                "table {i} {} {} {} {:016x} {}",
                 t.prefix_bits,
                 e.file,
                 e.bytes,
-                e.crc32,
+                e.xxh3,
                 perm_text(&t.permutation)
             );
         }
@@ -176,7 +181,7 @@ impl Manifest {
             let ln = 9 + i;
             let l = lines[8 + i];
             let parts: Vec<&str> = l.split(' ').collect();
-            let expected = "table <i> <prefix bits> <file> <bytes> <crc32> <permutation>";
+            let expected = "table <i> <prefix bits> <file> <bytes> <xxh3-64> <permutation>";
             if parts.len() != 7 || parts[0] != "table" || parts[1] != i.to_string() {
                 return Err(bad(ln, expected, l));
             }
@@ -187,7 +192,10 @@ impl Manifest {
                 return Err(bad(ln, "a plain file name", &file));
             }
             let bytes: u64 = parts[4].parse().map_err(|_| bad(ln, expected, l))?;
-            let crc32 = u32::from_str_radix(parts[5], 16).map_err(|_| bad(ln, expected, l))?;
+            if parts[5].len() != 16 {
+                return Err(bad(ln, expected, l));
+            }
+            let xxh3 = u64::from_str_radix(parts[5], 16).map_err(|_| bad(ln, expected, l))?;
             let perm: Vec<u8> = parts[6]
                 .split(',')
                 .map(|x| x.parse::<u8>())
@@ -202,7 +210,7 @@ impl Manifest {
                 permutation,
                 prefix_bits,
             });
-            entries.push(TableEntry { file, bytes, crc32 });
+            entries.push(TableEntry { file, bytes, xxh3 });
         }
         let design = Design::from_tables(name, k, radius, tables)
             .map_err(|e| bad(2, "a valid design", &e.to_string()))?;
@@ -226,7 +234,7 @@ mod tests {
             .map(|i| TableEntry {
                 file: format!("table-{i:02}.sxt"),
                 bytes: 1000 + i,
-                crc32: 0xdead_beef ^ i as u32,
+                xxh3: 0xdead_beef_0bad_f00d ^ i,
             })
             .collect();
         Manifest {

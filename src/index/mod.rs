@@ -121,10 +121,10 @@ pub struct Index {
     probers: Vec<Prober>,
 }
 
-/// Stream a file's length and crc32.
-pub(crate) fn file_crc32(path: &Path) -> Result<(u64, u32)> {
+/// Stream a file's length and xxh3-64 digest.
+pub(crate) fn file_digest(path: &Path) -> Result<(u64, u64)> {
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
-    let mut h = crc32fast::Hasher::new();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut len = 0u64;
     loop {
@@ -137,7 +137,7 @@ pub(crate) fn file_crc32(path: &Path) -> Result<(u64, u32)> {
         h.update(&buf[..n]);
         len += n as u64;
     }
-    Ok((len, h.finalize()))
+    Ok((len, h.digest()))
 }
 
 impl Index {
@@ -325,20 +325,20 @@ impl Index {
         }
     }
 
-    /// Full check: every table file's crc32 against the manifest, then every table's
+    /// Full check: every table file's xxh3-64 digest against the manifest, then every table's
     /// [`verify`](Table::verify), then that all tables hold the same fingerprints.
     pub fn verify(&self) -> Result<IndexVerifyReport> {
         let mut decoded = 0u64;
         let mut reference: Option<u64> = None;
         for (i, (t, e)) in self.tables.iter().zip(&self.manifest.tables).enumerate() {
             let path = self.dir.join(&e.file);
-            let crc = crc32fast::hash(t.bytes());
-            if crc != e.crc32 {
+            let digest = xxhash_rust::xxh3::xxh3_64(t.bytes());
+            if digest != e.xxh3 {
                 return Err(Error::corrupt(
-                    format!("table {i} file crc32"),
+                    format!("table {i} file digest (xxh3-64)"),
                     0,
-                    format!("{:08x} (manifest)", e.crc32),
-                    format!("{crc:08x}"),
+                    format!("{:016x} (manifest)", e.xxh3),
+                    format!("{digest:016x}"),
                 )
                 .with_path(&path));
             }
