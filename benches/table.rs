@@ -24,12 +24,27 @@ fn sorted_keys(n: usize, seed: u64) -> Vec<u64> {
     v
 }
 
+/// Print the table's size beside the information bound (sizes are not a criterion measurement).
+fn report_size<D: AsRef<[u8]>>(t: &Table<D>) {
+    let st = t.stats();
+    let bound = table::information_bound(st.keys);
+    println!(
+        "size: n = {} B = {}: {:.2} bits/key on disk (bound {:.2}, excess {:.2}); reader memory {:.3} bits/key",
+        st.keys,
+        st.block_size,
+        st.bits_per_key,
+        bound,
+        st.bits_per_key - bound,
+        st.memory_bytes as f64 * 8.0 / st.keys as f64
+    );
+}
+
 fn codec(c: &mut Criterion) {
     let keys = sorted_keys(1_000_000, 1);
     let mut g = c.benchmark_group("codec_1M");
     g.throughput(Throughput::Elements(keys.len() as u64));
     g.sample_size(10);
-    for bs in [1024u32, 4096] {
+    for bs in [256u32, 1024, 4096] {
         let opts = TableOptions {
             block_size: bs,
             ..Default::default()
@@ -39,6 +54,7 @@ fn codec(c: &mut Criterion) {
         });
         let bytes = table::build_bytes(&keys, &opts).unwrap();
         let t = Table::from_bytes(bytes).unwrap();
+        report_size(&t);
         g.bench_with_input(BenchmarkId::new("decode", bs), &t, |b, t| {
             b.iter(|| {
                 let mut a = 0u64;
@@ -61,12 +77,20 @@ fn probe(c: &mut Criterion) {
         .unwrap_or(10_000_000);
     let keys = sorted_keys(n, 2);
     let mut s = 99u64;
-    let queries: Vec<u64> = (0..4096).map(|_| splitmix(&mut s)).collect();
+    // A large pool, walked 4096 at a time, so repeated iterations do not find the same paths
+    // in cache (each probe lands somewhere new, as in a real index).
+    let pool: Vec<u64> = (0..1 << 20).map(|_| splitmix(&mut s)).collect();
+    let mut round = 0usize;
+    let mut next_queries = move || {
+        round = (round + 4096) % pool.len();
+        pool[round..round + 4096].to_vec()
+    };
     let mut g = c.benchmark_group(format!("probe_{n}"));
-    g.throughput(Throughput::Elements(queries.len() as u64));
+    g.throughput(Throughput::Elements(4096));
     let p = (n as f64).log2().round() as u32; // about one key per prefix
     g.bench_function(BenchmarkId::new("raw_binary_search", p), |b| {
         b.iter(|| {
+            let queries = next_queries();
             let mut hits = 0u64;
             for &q in &queries {
                 let mask = u64::MAX >> p;
@@ -86,8 +110,10 @@ fn probe(c: &mut Criterion) {
             ..Default::default()
         };
         let t = Table::from_bytes(table::build_bytes(&keys, &opts).unwrap()).unwrap();
+        report_size(&t);
         g.bench_function(BenchmarkId::new(format!("table_b{bs}"), p), |b| {
             b.iter(|| {
+                let queries = next_queries();
                 let mut hits = 0u64;
                 for &q in &queries {
                     let mask = u64::MAX >> p;

@@ -26,6 +26,37 @@ use crate::permutation::Permutation;
 pub const MAX_K: u32 = 7;
 /// The table-count budget [`Design::auto`] works under by default.
 pub const DEFAULT_MAX_TABLES: usize = 20;
+/// Reader memory (last-key arrays over all tables) that [`auto_block_size`] stays within.
+pub const AUTO_BLOCK_RAM_BUDGET: u64 = 1 << 30;
+/// Block sizes [`auto_block_size`] chooses from, smallest (fastest queries) first.
+pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+/// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information
+/// bound plus the measured ~2.5 bits of h-delta overhead per key, after the 16 bytes of block
+/// framing.
+pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
+    let bits = crate::table::information_bound(n.max(1)) + 2.5;
+    (block_size as f64 - 16.0) * 8.0 / bits + 1.0
+}
+
+/// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
+/// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
+///
+/// A probe decodes half a block on average (~10 ns per key on the development machine), so small
+/// blocks make queries fast: at B = 256 the compressed index matches or beats the same design
+/// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array costs 8 bytes per
+/// block per table, which at billions of keys is gigabytes; there larger blocks are the only way
+/// to keep the index's memory small.
+pub fn auto_block_size(n: u64, tables: usize) -> u32 {
+    AUTO_BLOCK_SIZES
+        .iter()
+        .copied()
+        .find(|&b| {
+            let blocks = (n as f64 / keys_per_block(n, b)).ceil();
+            blocks * 8.0 * tables as f64 <= AUTO_BLOCK_RAM_BUDGET as f64
+        })
+        .unwrap_or(AUTO_BLOCK_SIZES[AUTO_BLOCK_SIZES.len() - 1])
+}
 
 /// One table of a design.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,7 +374,7 @@ impl Design {
     pub fn cost(&self, n: u64, block_size: u32) -> Cost {
         let nf = n.max(1) as f64;
         let bits = crate::table::information_bound(n.max(1)) + 2.5;
-        let keys_per_block = (block_size as f64 - 16.0) * 8.0 / bits + 1.0;
+        let keys_per_block = keys_per_block(n, block_size);
         let blocks = (nf / keys_per_block).max(1.0);
         let mut probes = 0.0;
         let mut candidates = 0.0;
@@ -432,6 +463,19 @@ mod tests {
         assert!(Design::by_name("m5c2", 3).is_err());
         assert!(Design::one_level(8, 9, 1, 0).is_err());
         assert!(Design::auto(1000, 8).is_err());
+    }
+
+    #[test]
+    fn auto_block_size_is_small_until_memory_forbids() {
+        assert_eq!(auto_block_size(1_000_000, 20), 256);
+        assert_eq!(auto_block_size(100_000_000, 10), 256);
+        assert!(auto_block_size(8_000_000_000, 20) > 1024);
+        let mut last = 0;
+        for n in [1e6, 1e7, 1e8, 1e9, 1e10] {
+            let b = auto_block_size(n as u64, 20);
+            assert!(b >= last);
+            last = b;
+        }
     }
 
     #[test]

@@ -57,3 +57,8 @@ pub use error::{Error, Result};
 pub use index::{Index, Match};
 pub use permutation::Permutation;
 pub use table::{Table, TableOptions};
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -134,7 +134,7 @@ fn golden_index_opens_answers_and_reproduces() {
     let opts = BuildOptions {
         k: 3,
         design: DesignChoice::Named("4".into()),
-        block_size: 128,
+        block_size: Some(128),
         mem_bytes: 1 << 30,
         progress: false,
     };

@@ -59,7 +59,7 @@ fn build(
     let opts = BuildOptions {
         k,
         design,
-        block_size,
+        block_size: Some(block_size),
         mem_bytes: mem,
         progress: false,
     };
@@ -184,7 +184,7 @@ fn external_build_is_byte_identical_to_in_memory_build() {
     let opts = |mem| BuildOptions {
         k: 3,
         design: DesignChoice::Named("10".into()),
-        block_size: 1024,
+        block_size: Some(1024),
         mem_bytes: mem,
         progress: false,
     };

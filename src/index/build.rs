@@ -50,8 +50,8 @@ pub struct BuildOptions {
     pub k: u32,
     /// The design.
     pub design: DesignChoice,
-    /// Block size of every table.
-    pub block_size: u32,
+    /// Block size of every table; `None` picks [`crate::design::auto_block_size`].
+    pub block_size: Option<u32>,
     /// Memory budget in bytes for sorting (the process uses somewhat more: buffers, maps).
     pub mem_bytes: u64,
     /// Show a progress bar on stderr (only drawn when stderr is a terminal).
@@ -63,7 +63,7 @@ impl Default for BuildOptions {
         BuildOptions {
             k: 3,
             design: DesignChoice::Auto,
-            block_size: table::DEFAULT_BLOCK_SIZE,
+            block_size: None,
             mem_bytes: 1 << 30,
             progress: false,
         }
@@ -79,6 +79,8 @@ pub struct BuildSummary {
     pub keys: u64,
     /// The design built.
     pub design: Design,
+    /// The block size of its tables.
+    pub block_size: u32,
     /// Bytes of all table files.
     pub table_bytes: u64,
     /// Whether the build spilled to disk.
@@ -119,7 +121,9 @@ pub fn build(
     opts: &BuildOptions,
 ) -> Result<BuildSummary> {
     let start = Instant::now();
-    table::format::check_block_size(opts.block_size)?;
+    if let Some(b) = opts.block_size {
+        table::format::check_block_size(b)?;
+    }
     if opts.mem_bytes < MIN_MEM {
         return Err(Error::InvalidArgument(format!(
             "memory budget {} bytes is below the minimum of {MIN_MEM}",
@@ -170,7 +174,8 @@ pub fn build(
             n,
             opts.k,
             crate::design::DEFAULT_MAX_TABLES,
-            opts.block_size,
+            opts.block_size
+                .unwrap_or(crate::design::AUTO_BLOCK_SIZES[0]),
         )?,
         DesignChoice::Named(name) => Design::by_name(name, opts.k)?,
         DesignChoice::Given(d) => d.clone(),
@@ -184,6 +189,10 @@ pub fn build(
         )));
     }
 
+    let block_size = opts
+        .block_size
+        .unwrap_or_else(|| crate::design::auto_block_size(n, design.tables().len()));
+
     // Phase 2: one table per permutation.
     let t = design.tables().len();
     let pb = progress_bar(opts.progress, Some(n * t as u64), "tables");
@@ -191,7 +200,7 @@ pub fn build(
     let build_one = |i: usize| -> Result<TableEntry> {
         let td = &design.tables()[i];
         let topts = TableOptions {
-            block_size: opts.block_size,
+            block_size,
             permutation: td.permutation.clone(),
         };
         let path = staging.path().join(file_name(i));
@@ -237,7 +246,7 @@ pub fn build(
         design: design.clone(),
         keys: n,
         codec: CODEC_H_DELTA,
-        block_size: opts.block_size,
+        block_size,
         tables: entries,
     };
     crate::atomic::write_file(&staging.path().join(MANIFEST_NAME), |w| {
@@ -256,6 +265,7 @@ pub fn build(
         input: input_count,
         keys: n,
         design,
+        block_size,
         table_bytes,
         external: matches!(base.data, Base::File(_)),
         elapsed: start.elapsed(),

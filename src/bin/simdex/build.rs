@@ -26,9 +26,10 @@ pub struct Args {
     /// Table design: auto, the paper's 20, 16, 10 or 4 (k = 3), m<M>c<C>r<R> or m<M1>x<M2>.
     #[arg(long, default_value = "auto")]
     pub design: String,
-    /// Block size in bytes (power of two, 128..=65536).
-    #[arg(long, default_value_t = 1024)]
-    pub block_size: u32,
+    /// Block size in bytes (power of two, 128..=65536), or auto: the smallest of 256..4096 whose
+    /// in-memory last-key arrays fit in 1 GiB (small blocks, fast queries; large at billions).
+    #[arg(long, default_value = "auto")]
+    pub block_size: String,
     /// Memory budget for sorting, e.g. 512M, 1G.
     #[arg(long, default_value = "1G", value_parser = parse_size)]
     pub mem: u64,
@@ -46,7 +47,7 @@ pub fn run(a: Args) -> Result<()> {
     let opts = BuildOptions {
         k: a.k,
         design,
-        block_size: a.block_size,
+        block_size: crate::util::parse_block_size(&a.block_size)?,
         mem_bytes: a.mem,
         progress: !a.quiet,
     };
@@ -54,14 +55,15 @@ pub fn run(a: Args) -> Result<()> {
     let s = index::build(&a.out, input, &opts)?;
     if !a.quiet {
         eprintln!(
-            "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}); {} on disk \
-             ({:.2} bits per fingerprint per table){}; {:.2?}",
+            "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}, block size {}); \
+             {} on disk ({:.2} bits per fingerprint per table){}; {:.2?}",
             a.out.display(),
             s.input,
             s.keys,
             s.design.name(),
             s.design.tables().len(),
             s.design.k(),
+            s.block_size,
             human_bytes(s.table_bytes as f64),
             s.table_bytes as f64 * 8.0 / s.keys.max(1) as f64 / s.design.tables().len() as f64,
             if s.external { "; external sort" } else { "" },

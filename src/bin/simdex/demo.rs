@@ -20,9 +20,10 @@ pub struct Args {
     /// Table design (auto, 20, 16, 10, 4, m<M>c<C>r<R>, m<M1>x<M2>).
     #[arg(long, default_value = "auto")]
     design: String,
-    /// Block size in bytes.
-    #[arg(long, default_value_t = 1024)]
-    block_size: u32,
+    /// Block size in bytes (power of two, 128..=65536), or auto: the smallest of 256..4096 whose
+    /// in-memory last-key arrays fit in 1 GiB (small blocks, fast queries; large at billions).
+    #[arg(long, default_value = "auto")]
+    block_size: String,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -52,18 +53,19 @@ pub fn run(a: Args) -> Result<()> {
         } else {
             DesignChoice::Named(a.design.clone())
         },
-        block_size: a.block_size,
+        block_size: crate::util::parse_block_size(&a.block_size)?,
         mem_bytes: 1 << 30,
         progress: true,
     };
     let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
     println!(
-        "built {} in {:.2?}: design {} ({} tables, k = {})",
+        "built {} in {:.2?}: design {} ({} tables, k = {}, block size {})",
         dir.display(),
         s.elapsed,
         s.design.name(),
         s.design.tables().len(),
-        s.design.k()
+        s.design.k(),
+        s.block_size
     );
     let idx = Index::open(&dir)?;
     let st = idx.stats();

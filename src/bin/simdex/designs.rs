@@ -14,9 +14,9 @@ pub struct Args {
     /// Query distance.
     #[arg(long, default_value_t = 3)]
     pub k: u32,
-    /// Block size in bytes.
-    #[arg(long, default_value_t = 1024)]
-    pub block_size: u32,
+    /// Block size in bytes, or auto (per design, as `build` picks it).
+    #[arg(long, default_value = "auto")]
+    pub block_size: String,
     /// Largest table count to list.
     #[arg(long, default_value_t = DEFAULT_MAX_TABLES)]
     pub max_tables: usize,
@@ -24,18 +24,27 @@ pub struct Args {
 
 /// Run.
 pub fn run(a: Args) -> Result<()> {
-    simdex::table::format::check_block_size(a.block_size)?;
-    let auto = Design::auto_with_budget(a.n, a.k, a.max_tables, a.block_size)?;
+    let fixed = crate::util::parse_block_size(&a.block_size)?;
+    let block_for = |d: &Design| {
+        fixed.unwrap_or_else(|| simdex::design::auto_block_size(a.n, d.tables().len()))
+    };
+    let auto = Design::auto_with_budget(
+        a.n,
+        a.k,
+        a.max_tables,
+        fixed.unwrap_or(simdex::design::AUTO_BLOCK_SIZES[0]),
+    )?;
     println!(
         "designs for n = {}, k = {}, block size {} (model: ns per query on the reference machine)",
         a.n, a.k, a.block_size
     );
     println!(
-        "  {:<10} {:>6} {:>8} {:>6} {:>8} {:>14} {:>12} {:>12} {:>12}",
+        "  {:<10} {:>6} {:>8} {:>6} {:>6} {:>8} {:>14} {:>12} {:>12} {:>12}",
         "design",
         "tables",
         "prefix",
         "radius",
+        "B",
         "probes",
         "cand/probe",
         "model ns",
@@ -50,7 +59,8 @@ pub fn run(a: Args) -> Result<()> {
             .then(x.name().cmp(y.name()))
     });
     for d in &all {
-        let c = d.cost(a.n, a.block_size);
+        let b = block_for(d);
+        let c = d.cost(a.n, b);
         let (pmin, pmax) = d.tables().iter().fold((64, 0), |(lo, hi), t| {
             (lo.min(t.prefix_bits), hi.max(t.prefix_bits))
         });
@@ -60,7 +70,7 @@ pub fn run(a: Args) -> Result<()> {
             format!("{pmin}-{pmax}")
         };
         println!(
-            "{} {:<10} {:>6} {:>8} {:>6} {:>8.0} {:>14.3} {:>12.0} {:>12} {:>12}",
+            "{} {:<10} {:>6} {:>8} {:>6} {:>6} {:>8.0} {:>14.3} {:>12.0} {:>12} {:>12}",
             if d.tables() == auto.tables() && d.radius() == auto.radius() {
                 "*"
             } else {
@@ -70,6 +80,7 @@ pub fn run(a: Args) -> Result<()> {
             d.tables().len(),
             prefix,
             d.radius(),
+            b,
             c.probes,
             c.candidates / c.probes,
             c.work_ns,

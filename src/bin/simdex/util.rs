@@ -44,6 +44,18 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size like 512M or 1G"))
 }
 
+/// `auto` (None) or a block size in bytes.
+pub fn parse_block_size(s: &str) -> Result<Option<u32>> {
+    if s == "auto" {
+        return Ok(None);
+    }
+    let b: u32 = s.parse().map_err(|_| {
+        Error::InvalidArgument(format!("block size {s:?} is not auto or a number of bytes"))
+    })?;
+    simdex::table::format::check_block_size(b)?;
+    Ok(Some(b))
+}
+
 /// Buffered stdout.
 pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
     BufWriter::with_capacity(1 << 16, io::stdout().lock())
