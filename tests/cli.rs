@@ -297,3 +297,23 @@ fn demo_runs() {
         "{out}"
     );
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    use std::io::Read;
+    for args in [&["gen", "--n", "2000000"][..], &["designs", "--n", "1000"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is closed now; the writer gets EPIPE on its next write.
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+    }
+}

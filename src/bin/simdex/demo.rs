@@ -37,13 +37,13 @@ pub fn run(a: Args) -> Result<()> {
     let planted = (a.n / 100).min(10_000);
     let distances: Vec<u32> = (1..=a.k + 1).collect();
     let fps = crate::gen_cmd::generate(a.n, planted, &distances, a.seed)?;
-    println!(
+    crate::outln!(
         "generated {} fingerprints: {} random, {} planted near-duplicates at distances {:?}",
         fps.len(),
         a.n,
         fps.len() as u64 - a.n,
         distances
-    );
+    )?;
     let tmp = tempfile::tempdir().map_err(|e| Error::io(None, "create temporary directory", e))?;
     let dir = a.keep.clone().unwrap_or_else(|| tmp.path().join("index"));
     let opts = BuildOptions {
@@ -58,7 +58,7 @@ pub fn run(a: Args) -> Result<()> {
         progress: true,
     };
     let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
-    println!(
+    crate::outln!(
         "built {} in {:.2?}: design {} ({} tables, k = {}, block size {})",
         dir.display(),
         s.elapsed,
@@ -66,17 +66,17 @@ pub fn run(a: Args) -> Result<()> {
         s.design.tables().len(),
         s.design.k(),
         s.block_size
-    );
+    )?;
     let idx = Index::open(&dir)?;
     let st = idx.stats();
-    println!(
+    crate::outln!(
         "size: {} on disk = {:.2} bits per fingerprint per table ({:.1}% of raw 64; information bound {:.2}); reader memory {}",
         human_bytes(st.disk_bytes as f64),
         st.bits_per_key_per_table,
         st.bits_per_key_per_table / 64.0 * 100.0,
         simdex::table::information_bound(st.keys),
         human_bytes(st.memory_bytes as f64)
-    );
+    )?;
     // Queries: the planted originals (each has neighbours at 1..=k) and fresh random ones.
     let mut queries: Vec<u64> = fps[..planted as usize].to_vec();
     let mut s_ = a.seed ^ 0xABCD;
@@ -90,7 +90,7 @@ pub fn run(a: Args) -> Result<()> {
         with_dups += usize::from(m.iter().any(|m| m.distance > 0));
     }
     let el = t0.elapsed();
-    println!(
+    crate::outln!(
         "queried {} fingerprints at k = {} on one thread: {:.1} µs per query ({:.0} queries/s); \
          {} matches, {} queries with a near-duplicate",
         queries.len(),
@@ -99,20 +99,20 @@ pub fn run(a: Args) -> Result<()> {
         queries.len() as f64 / el.as_secs_f64(),
         matches,
         with_dups
-    );
+    )?;
     if let Some(&q) = queries.first() {
-        println!("example: near({q:016x}, {}):", a.k);
+        crate::outln!("example: near({q:016x}, {}):", a.k)?;
         for m in idx.near(q, a.k)? {
-            println!("  {:016x}  distance {}", m.fingerprint, m.distance);
+            crate::outln!("  {:016x}  distance {}", m.fingerprint, m.distance)?;
         }
     }
     let t0 = Instant::now();
     let r = idx.verify()?;
-    println!(
+    crate::outln!(
         "verify: {} tables, {} keys decoded, all checksums valid ({:.2?})",
         r.tables,
         r.keys_decoded,
         t0.elapsed()
-    );
+    )?;
     Ok(())
 }

@@ -34,11 +34,13 @@ pub fn run(a: Args) -> Result<()> {
         a.max_tables,
         fixed.unwrap_or(simdex::design::AUTO_BLOCK_SIZES[0]),
     )?;
-    println!(
+    crate::outln!(
         "designs for n = {}, k = {}, block size {} (model: ns per query on the reference machine)",
-        a.n, a.k, a.block_size
-    );
-    println!(
+        a.n,
+        a.k,
+        a.block_size
+    )?;
+    crate::outln!(
         "  {:<10} {:>6} {:>8} {:>6} {:>6} {:>8} {:>14} {:>12} {:>12} {:>12}",
         "design",
         "tables",
@@ -50,7 +52,7 @@ pub fn run(a: Args) -> Result<()> {
         "model ns",
         "disk",
         "memory"
-    );
+    )?;
     let mut all = Design::candidates(a.k, a.max_tables);
     all.sort_by(|x, y| {
         x.tables()
@@ -69,7 +71,7 @@ pub fn run(a: Args) -> Result<()> {
         } else {
             format!("{pmin}-{pmax}")
         };
-        println!(
+        crate::outln!(
             "{} {:<10} {:>6} {:>8} {:>6} {:>6} {:>8.0} {:>14.3} {:>12.0} {:>12} {:>12}",
             if d.tables() == auto.tables() && d.radius() == auto.radius() {
                 "*"
@@ -86,8 +88,8 @@ pub fn run(a: Args) -> Result<()> {
             c.work_ns,
             human_bytes(c.disk_bytes),
             human_bytes(c.memory_bytes)
-        );
+        )?;
     }
-    println!("(* marks the design `--design auto` picks)");
+    crate::outln!("(* marks the design `--design auto` picks)")?;
     Ok(())
 }

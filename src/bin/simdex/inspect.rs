@@ -88,11 +88,11 @@ pub fn verify(a: VerifyArgs) -> Result<()> {
     let t0 = Instant::now();
     let idx = Index::open(&a.dir)?;
     let r = idx.verify()?;
-    println!(
+    crate::outln!(
         "ok: {} tables, {} keys decoded, every checksum and structure valid ({:.2?})",
         r.tables,
         r.keys_decoded,
         t0.elapsed()
-    );
+    )?;
     Ok(())
 }

@@ -4,6 +4,16 @@ use std::io::{self, BufWriter, Write};
 
 use simdex::{Error, Result};
 
+/// `println!` that returns an error instead of panicking when stdout is closed
+/// (`simdex designs | head`).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*).map_err($crate::util::out_err)
+    }};
+}
+
 /// splitmix64: the deterministic generator behind `gen` and `demo`.
 pub fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
