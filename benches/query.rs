@@ -10,13 +10,7 @@ use std::time::{Duration, Instant};
 use simdex::index::{self, BuildOptions, DesignChoice};
 use simdex::{Design, Index};
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use simdex::sample::splitmix64 as splitmix;
 
 /// The same design over raw sorted u64 arrays: the uncompressed baseline.
 struct RawIndex {

@@ -50,6 +50,7 @@ pub mod fingerprint;
 pub mod index;
 pub mod input;
 pub mod permutation;
+pub mod sample;
 pub mod table;
 
 pub use design::Design;

@@ -46,21 +46,17 @@ fn fails(o: &Output, needle: &str) {
 fn gen_build_query_stats_verify() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    ok(&simdex(
-        &[
-            "gen",
-            "--n",
-            "5000",
-            "--planted",
-            "20",
-            "--distances",
-            "1,2,3,4",
-            "--out",
-            "fps.hex",
-        ],
-        None,
-        p,
-    ));
+    let gen_args = [
+        "gen",
+        "--n",
+        "5000",
+        "--planted",
+        "20",
+        "--distances",
+        "1,2,3,4",
+    ];
+    let to_file = [&gen_args[..], &["--out", "fps.hex"]].concat();
+    ok(&simdex(&to_file, None, p));
     let text = std::fs::read_to_string(p.join("fps.hex")).unwrap();
     let fps: Vec<u64> = text
         .lines()
@@ -68,19 +64,7 @@ fn gen_build_query_stats_verify() {
         .collect();
     assert_eq!(fps.len(), 5000 + 20 * 4);
     // Deterministic: the same seed gives the same bytes.
-    let again = ok(&simdex(
-        &[
-            "gen",
-            "--n",
-            "5000",
-            "--planted",
-            "20",
-            "--distances",
-            "1,2,3,4",
-        ],
-        None,
-        p,
-    ));
+    let again = ok(&simdex(&gen_args, None, p));
     assert_eq!(again, text);
     // Planted neighbours are at the stated distances.
     for i in 0..20 {
@@ -301,7 +285,10 @@ fn demo_runs() {
 #[test]
 fn a_closed_stdout_is_not_a_crash() {
     use std::io::Read;
-    for args in [&["gen", "--n", "2000000"][..], &["designs", "--n", "1000"][..]] {
+    for args in [
+        &["gen", "--n", "2000000"][..],
+        &["designs", "--n", "1000"][..],
+    ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
             .args(args)
             .stdout(Stdio::piped())

@@ -12,14 +12,6 @@ use simdex::design::Design;
 use simdex::index::{self, BuildOptions, DesignChoice};
 use simdex::{Error, Index, Match};
 
-fn flip_bits(x: u64, d: u32, s: &mut u64) -> u64 {
-    let mut m = 0u64;
-    while m.count_ones() < d {
-        m |= 1 << (splitmix(s) % 64);
-    }
-    x ^ m
-}
-
 /// Random fingerprints, plus for some of them neighbours at every distance 0..=k+1, plus
 /// the extremes.
 fn planted(n: usize, k: u32, seed: u64) -> Vec<u64> {

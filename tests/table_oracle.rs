@@ -215,32 +215,23 @@ fn unsorted_input_names_both_keys() {
     );
 }
 
+/// Build with `first` on the first pass and `second` on the second.
+fn two_pass_build(first: &[u64], second: &[u64]) -> Error {
+    let mut pass = 0;
+    table::build_to(std::io::Cursor::new(Vec::new()), &opts(128), || {
+        pass += 1;
+        let v = if pass == 1 { first } else { second };
+        Ok(v.iter().copied().map(Ok))
+    })
+    .unwrap_err()
+}
+
 #[test]
 fn input_that_changes_between_passes_is_an_error() {
-    let mut pass = 0;
-    let err = table::build_to(std::io::Cursor::new(Vec::new()), &opts(128), || {
-        pass += 1;
-        let v: Vec<u64> = if pass == 1 {
-            vec![1, 2, 3]
-        } else {
-            vec![1, 2, 3, 4]
-        };
-        Ok(v.into_iter().map(Ok))
-    })
-    .unwrap_err();
+    let err = two_pass_build(&[1, 2, 3], &[1, 2, 3, 4]);
     assert!(matches!(err, Error::InputChanged { .. }), "{err}");
     // A key whose h never occurred in pass 1 fails during encoding.
-    let mut pass = 0;
-    let err = table::build_to(std::io::Cursor::new(Vec::new()), &opts(128), || {
-        pass += 1;
-        let v: Vec<u64> = if pass == 1 {
-            vec![1, 2, 3]
-        } else {
-            vec![1, 1 << 40, 1 << 41]
-        };
-        Ok(v.into_iter().map(Ok))
-    })
-    .unwrap_err();
+    let err = two_pass_build(&[1, 2, 3], &[1, 1 << 40, 1 << 41]);
     assert!(matches!(err, Error::InputChanged { .. }), "{err}");
 }
 

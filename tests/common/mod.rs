@@ -1,22 +1,9 @@
 //! Shared test helpers: a deterministic generator and adversarial key sets.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::BTreeSet;
 
-/// splitmix64.
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// `n` random keys (unsorted, may repeat only by chance).
-pub fn random_keys(n: usize, seed: u64) -> Vec<u64> {
-    let mut s = seed;
-    (0..n).map(|_| splitmix(&mut s)).collect()
-}
+pub use simdex::sample::{flip_bits, random as random_keys, splitmix64 as splitmix};
 
 /// Sorted, distinct.
 pub fn sorted_set(keys: &[u64]) -> Vec<u64> {

@@ -36,7 +36,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let planted = (a.n / 100).min(10_000);
     let distances: Vec<u32> = (1..=a.k + 1).collect();
-    let fps = crate::gen_cmd::generate(a.n, planted, &distances, a.seed)?;
+    let fps = simdex::sample::with_planted(a.n, planted, &distances, a.seed)?;
     crate::outln!(
         "generated {} fingerprints: {} random, {} planted near-duplicates at distances {:?}",
         fps.len(),
@@ -79,8 +79,7 @@ pub fn run(a: Args) -> Result<()> {
     )?;
     // Queries: the planted originals (each has neighbours at 1..=k) and fresh random ones.
     let mut queries: Vec<u64> = fps[..planted as usize].to_vec();
-    let mut s_ = a.seed ^ 0xABCD;
-    queries.extend((0..10_000).map(|_| crate::util::splitmix(&mut s_)));
+    queries.extend(simdex::sample::random(10_000, a.seed ^ 0xABCD));
     let t0 = Instant::now();
     let mut matches = 0usize;
     let mut with_dups = 0usize;

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use simdex::input::Format;
 use simdex::{Error, Result};
 
-use crate::util::{flip_bits, splitmix};
-
 /// Arguments of `simdex gen`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,29 +29,6 @@ pub struct Args {
     pub out: Option<PathBuf>,
 }
 
-/// The fingerprints `gen` produces: `n` random ones, then for each of the first `planted`, one
-/// copy at each distance (in the order given).
-pub fn generate(n: u64, planted: u64, distances: &[u32], seed: u64) -> Result<Vec<u64>> {
-    if let Some(d) = distances.iter().find(|&&d| d > 64) {
-        return Err(Error::InvalidArgument(format!("distance {d} exceeds 64")));
-    }
-    if planted > n {
-        return Err(Error::InvalidArgument(format!(
-            "--planted {planted} exceeds --n {n}"
-        )));
-    }
-    let mut s = seed;
-    let mut v: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
-    let mut t = seed ^ 0xD1B5_4A32_D192_ED03;
-    for i in 0..planted as usize {
-        for &d in distances {
-            let x = flip_bits(v[i], d, &mut t);
-            v.push(x);
-        }
-    }
-    Ok(v)
-}
-
 fn write_all(w: &mut impl Write, fps: &[u64], format: Format) -> std::io::Result<()> {
     for &x in fps {
         match format {
@@ -66,7 +41,7 @@ fn write_all(w: &mut impl Write, fps: &[u64], format: Format) -> std::io::Result
 
 /// Run.
 pub fn run(a: Args) -> Result<()> {
-    let fps = generate(a.n, a.planted, &a.distances, a.seed)?;
+    let fps = simdex::sample::with_planted(a.n, a.planted, &a.distances, a.seed)?;
     match a.out.as_deref() {
         None => {}
         Some(p) if p.as_os_str() == "-" => {}

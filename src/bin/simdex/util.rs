@@ -14,24 +14,6 @@ macro_rules! outln {
     }};
 }
 
-/// splitmix64: the deterministic generator behind `gen` and `demo`.
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Flip exactly `d` distinct random bits of `x`.
-pub fn flip_bits(x: u64, d: u32, s: &mut u64) -> u64 {
-    let mut m = 0u64;
-    while m.count_ones() < d {
-        m |= 1 << (splitmix(s) % 64);
-    }
-    x ^ m
-}
-
 /// Parse a byte size: `4096`, `512K`, `64M`, `1G`, `2T` (powers of 1024; a trailing `B` or
 /// `iB` is allowed).
 pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
