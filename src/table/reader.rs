@@ -68,6 +68,10 @@ impl Table<Mmap> {
         // contract, as with every mmap-based reader.
         let map =
             unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
+        // Lookups touch one block in a random place: tell the kernel not to read ahead around
+        // each fault (with read-ahead, 10k queries on a 100M-key index pulled 5 GB into RSS).
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
         let mut t = Table::from_bytes(map).map_err(|e| e.with_path(path))?;
         t.path = Some(path.to_path_buf());
         Ok(t)
