@@ -359,15 +359,20 @@ impl Design {
     /// True if, for the differing bit positions `diff` (a mask over fingerprint bits, bit 0 =
     /// most significant), some table's prefix holds at most `radius` of them.
     pub fn covers(&self, diff: u64) -> bool {
-        self.tables.iter().any(|t| {
-            let permuted = t.permutation.apply(diff);
-            let top = if t.prefix_bits == 0 {
-                0
-            } else {
-                permuted >> (64 - t.prefix_bits)
-            };
-            top.count_ones() <= self.radius
-        })
+        (0..self.tables.len()).any(|i| self.table_covers(i, diff))
+    }
+
+    /// True if table `i`'s prefix holds at most `radius` of the differing positions `diff`, i.e.
+    /// table `i`'s probes find a fingerprint that differs from the query by `diff`.
+    #[inline]
+    pub fn table_covers(&self, i: usize, diff: u64) -> bool {
+        let t = &self.tables[i];
+        let top = t
+            .permutation
+            .apply(diff)
+            .checked_shr(64 - t.prefix_bits)
+            .unwrap_or(0);
+        top.count_ones() <= self.radius
     }
 
     /// Expected cost of one query against `n` keys in blocks of `block_size` bytes.

@@ -304,3 +304,93 @@ fn a_closed_stdout_is_not_a_crash() {
         assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
     }
 }
+
+#[test]
+fn batch_shards_merge_like_sort_m() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &[
+            "gen",
+            "--n",
+            "20000",
+            "--planted",
+            "300",
+            "--out",
+            "stored.hex",
+        ],
+        None,
+        p,
+    ));
+    ok(&simdex(
+        &["build", "--input", "stored.hex", "--out", "idx", "--quiet"],
+        None,
+        p,
+    ));
+    // The batch: planted originals (each has neighbours at 1..=3 stored) and new ones.
+    let stored = std::fs::read_to_string(p.join("stored.hex")).unwrap();
+    let mut batch: String = stored.lines().take(300).map(|l| format!("{l}\n")).collect();
+    batch.push_str("0123456789abcdef\n");
+    std::fs::write(p.join("batch.hex"), &batch).unwrap();
+    ok(&simdex(
+        &[
+            "batch",
+            "idx",
+            "--input",
+            "batch.hex",
+            "--out",
+            "all.tsv",
+            "--within",
+            "within.tsv",
+            "--quiet",
+        ],
+        None,
+        p,
+    ));
+    let all = std::fs::read_to_string(p.join("all.tsv")).unwrap();
+    // Each planted original matches itself (0) and its neighbours at 1, 2, 3.
+    assert_eq!(all.lines().count(), 300 * 4, "{all}");
+    let mut merged: Vec<String> = Vec::new();
+    for i in 0..3 {
+        let out = ok(&simdex(
+            &[
+                "batch",
+                "idx",
+                "--input",
+                "batch.hex",
+                "--shard",
+                &format!("{i}/3"),
+                "--quiet",
+            ],
+            None,
+            p,
+        ));
+        merged.extend(out.lines().map(String::from));
+        assert!(
+            out.lines()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .all(|w| w[0] < w[1]),
+            "shard output sorted and distinct"
+        );
+    }
+    merged.sort();
+    assert_eq!(merged.join("\n") + "\n", all);
+    fails(
+        &simdex(
+            &["batch", "idx", "--input", "batch.hex", "--shard", "3/3"],
+            None,
+            p,
+        ),
+        "shard",
+    );
+    fails(
+        &simdex(
+            &["batch", "idx", "--input", "batch.hex", "--k", "4"],
+            None,
+            p,
+        ),
+        "exceeds",
+    );
+    assert!(!p.join("missing").exists());
+}

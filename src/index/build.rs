@@ -92,7 +92,7 @@ pub struct BuildSummary {
 /// Smallest memory budget accepted (below this, runs get silly).
 pub const MIN_MEM: u64 = 1 << 20;
 
-fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
+pub(crate) fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
     let target = if show && std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {

@@ -10,6 +10,7 @@
 //! Layout on disk (`format-spec/index.md`): a directory holding `MANIFEST` and one
 //! `table-NN.sxt` per design table.
 
+pub mod batch;
 pub mod build;
 pub mod manifest;
 
@@ -25,6 +26,7 @@ use crate::permutation::Permutation;
 use crate::table::Table;
 use manifest::{MANIFEST_NAME, Manifest};
 
+pub use batch::{BatchOptions, BatchResult, Pair, Shard};
 pub use build::{BuildOptions, BuildSummary, DesignChoice, build};
 
 /// A stored fingerprint within the query distance.

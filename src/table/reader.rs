@@ -384,6 +384,29 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
+    /// Call `f` on every key of blocks `blocks` (a sub-range of `0..block_count()`), in order:
+    /// a sequential scan, as batch mode streams a stored table past an in-memory one.
+    pub fn for_each_in_blocks(
+        &self,
+        blocks: std::ops::Range<u64>,
+        mut f: impl FnMut(u64),
+    ) -> Result<()> {
+        assert!(
+            blocks.end <= self.block_count(),
+            "block range out of bounds"
+        );
+        for i in blocks {
+            let mut d = self.block(i)?;
+            while let Some(k) = d.next_key() {
+                f(k);
+            }
+            if let Some(e) = d.fault() {
+                return Err(self.attach(e));
+            }
+        }
+        Ok(())
+    }
+
     /// Check everything: every block's crc, its decoding, its padding, key order within and
     /// across blocks, the last-key array and the key count.
     pub fn verify(&self) -> Result<VerifyReport> {

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod batch;
 mod build;
 mod demo;
 mod designs;
@@ -30,6 +31,8 @@ enum Command {
     Build(build::Args),
     /// Find stored fingerprints within Hamming distance k of each query.
     Query(query::Args),
+    /// Every near-duplicate pair between a batch of new fingerprints and the index (sharded).
+    Batch(batch::Args),
     /// Print an index's sizes.
     Stats(inspect::StatsArgs),
     /// Check every checksum and structure of an index.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => gen_cmd::run(a),
         Command::Build(a) => build::run(a),
         Command::Query(a) => query::run(a),
+        Command::Batch(a) => batch::run(a),
         Command::Stats(a) => inspect::stats(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Designs(a) => designs::run(a),

@@ -1,0 +1,279 @@
+//! Batch mode: every near-duplicate pair between a new batch B and the stored set F.
+//!
+//! Instead of |B| random-access queries, build the design's permuted tables for B in memory and
+//! stream F's tables past them (the paper's batch mode). Table i of F and the in-memory copy of B
+//! are both sorted under the same permutation, so one merge pass over F's keys finds every
+//! (b, f) sharing a probed prefix; candidates are checked by popcount.
+//!
+//! ```text
+//!  F table i (on disk, decoded block by block) ──► f'                       (ascending)
+//!  B sorted under π_i, XOR each probe flip s   ──► pointer advanced to f's prefix (ascending)
+//!                                              └─► same prefix? popcount(f' ^ b') <= k: a pair
+//! ```
+//!
+//! **Each pair is produced exactly once**, by the first table (in design order) whose probes
+//! cover the pair's differing bits, in the shard holding f's block of that table. So output needs
+//! no de-duplication across tables, and the outputs of shards 0..N, merged, are exactly the
+//! unsharded output. Work is spread over all cores by (table, block range).
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::index::{Index, Prober};
+
+/// A slice of every table: shard `index` of `count` covers blocks
+/// `[blocks * index / count, blocks * (index + 1) / count)` of each table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based shard number.
+    pub index: u64,
+    /// Number of shards.
+    pub count: u64,
+}
+
+impl Shard {
+    /// The whole index.
+    pub fn all() -> Shard {
+        Shard { index: 0, count: 1 }
+    }
+
+    /// Parse `I/N` (0 <= I < N).
+    pub fn parse(s: &str) -> Result<Shard> {
+        let bad = || Error::InvalidArgument(format!("shard {s:?} is not I/N with 0 <= I < N"));
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u64, u64) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// This shard's blocks of a table with `blocks` blocks.
+    pub fn blocks(&self, blocks: u64) -> Range<u64> {
+        let at = |i: u64| (blocks as u128 * i as u128 / self.count as u128) as u64;
+        at(self.index)..at(self.index + 1)
+    }
+}
+
+/// A near-duplicate pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pair {
+    /// The batch fingerprint (for pairs inside the batch: the smaller one).
+    pub batch: u64,
+    /// The stored fingerprint (for pairs inside the batch: the larger one).
+    pub stored: u64,
+    /// Hamming distance.
+    pub distance: u32,
+}
+
+/// Options of [`Index::batch_near`].
+#[derive(Debug, Clone, Copy)]
+pub struct BatchOptions {
+    /// Largest distance reported (at most the design's k).
+    pub k: u32,
+    /// Which slice of the stored tables to scan.
+    pub shard: Shard,
+    /// Also find the pairs inside the batch (computed by shard 0 only, so shard outputs still
+    /// merge without duplicates).
+    pub within: bool,
+    /// Progress bar on stderr (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            k: 3,
+            shard: Shard::all(),
+            within: true,
+            progress: false,
+        }
+    }
+}
+
+/// What [`Index::batch_near`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchResult {
+    /// (batch, stored, distance) with distance <= k, sorted by (batch, stored), each once.
+    pub pairs: Vec<Pair>,
+    /// Pairs inside the batch (batch < stored), sorted, each once; empty unless requested
+    /// and this is shard 0.
+    pub within: Vec<Pair>,
+    /// Stored keys decoded over all tables (the work done).
+    pub keys_scanned: u64,
+}
+
+/// The batch sorted under one table's permutation, once per probe flip: entries are
+/// (π(b) XOR flip, π(b)), ascending.
+type ProbeList = Vec<(u64, u64)>;
+
+/// Merge-join state over one table's probe lists: a pointer per list that only moves forward.
+struct Joiner<'a> {
+    lists: &'a [ProbeList],
+    at: Vec<usize>,
+    low: u64,
+    started: bool,
+}
+
+impl<'a> Joiner<'a> {
+    fn new(lists: &'a [ProbeList], prefix_bits: u32) -> Joiner<'a> {
+        Joiner {
+            lists,
+            at: vec![0; lists.len()],
+            low: u64::MAX.checked_shr(prefix_bits).unwrap_or(0),
+            started: false,
+        }
+    }
+
+    /// Call `hit(π(b))` for every batch entry whose probe key shares `key`'s prefix. Keys must
+    /// come in ascending order.
+    #[inline]
+    fn visit(&mut self, key: u64, mut hit: impl FnMut(u64)) {
+        let prefix = key & !self.low;
+        let low = self.low;
+        for (list, at) in self.lists.iter().zip(self.at.iter_mut()) {
+            if !self.started {
+                // First key of this scan: jump, then only walk forward.
+                *at = list.partition_point(|e| e.0 & !low < prefix);
+            }
+            while *at < list.len() && list[*at].0 & !low < prefix {
+                *at += 1;
+            }
+            let mut j = *at;
+            while j < list.len() && list[j].0 & !low == prefix {
+                hit(list[j].1);
+                j += 1;
+            }
+        }
+        self.started = true;
+    }
+}
+
+impl Index {
+    /// Every pair (b, f) with b in `batch`, f stored, distance <= `opts.k`, found by streaming
+    /// this shard of every stored table past in-memory tables of the batch. See the module docs.
+    pub fn batch_near(&self, batch: &[u64], opts: &BatchOptions) -> Result<BatchResult> {
+        self.check_k(opts.k)?;
+        let k = opts.k;
+        let mut b = batch.to_vec();
+        b.par_sort_unstable();
+        b.dedup();
+        // The batch under every table's permutation, once per probe flip.
+        let lists: Vec<Vec<ProbeList>> = self
+            .probers
+            .par_iter()
+            .map(|p| {
+                p.flips
+                    .iter()
+                    .map(|&s| {
+                        let mut v: ProbeList = b
+                            .iter()
+                            .map(|&x| {
+                                let y = p.permutation.apply(x);
+                                (y ^ s, y)
+                            })
+                            .collect();
+                        v.sort_unstable();
+                        v
+                    })
+                    .collect()
+            })
+            .collect();
+
+        // Work items: (table, block range) over this shard, ~8 per core per table.
+        let chunks_per_table = (rayon::current_num_threads() * 8) as u64;
+        let mut items: Vec<(usize, Range<u64>)> = Vec::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            let r = opts.shard.blocks(t.block_count());
+            let len = r.end - r.start;
+            let step = len.div_ceil(chunks_per_table).max(1);
+            let mut at = r.start;
+            while at < r.end {
+                items.push((i, at..(at + step).min(r.end)));
+                at += step;
+            }
+        }
+        let total_blocks: u64 = items.iter().map(|(_, r)| r.end - r.start).sum();
+        let pb = super::build::progress_bar(opts.progress, Some(total_blocks), "batch");
+        let found: Vec<(Vec<Pair>, u64)> = items
+            .par_iter()
+            .map(|(i, range)| {
+                let (t, p) = (&self.tables[*i], &self.probers[*i]);
+                let mut joiner = Joiner::new(&lists[*i], p.prefix_bits);
+                let mut out = Vec::new();
+                let mut scanned = 0u64;
+                t.for_each_in_blocks(range.clone(), |f| {
+                    scanned += 1;
+                    joiner.visit(f, |bp| {
+                        self.emit(*i, p, bp, f, k, &mut out);
+                    });
+                })?;
+                pb.inc(range.end - range.start);
+                Ok((out, scanned))
+            })
+            .collect::<Result<_>>()?;
+        pb.finish_and_clear();
+        let keys_scanned = found.iter().map(|(_, s)| s).sum();
+        let mut pairs: Vec<Pair> = found.into_iter().flat_map(|(v, _)| v).collect();
+        pairs.par_sort_unstable();
+        debug_assert!(
+            pairs.windows(2).all(|w| w[0] != w[1]),
+            "a pair was emitted twice"
+        );
+
+        let mut within = Vec::new();
+        if opts.within && opts.shard.index == 0 {
+            let per_table: Vec<Vec<Pair>> = (0..self.tables.len())
+                .into_par_iter()
+                .map(|i| {
+                    let p = &self.probers[i];
+                    let mut joiner = Joiner::new(&lists[i], p.prefix_bits);
+                    let mut out = Vec::new();
+                    // The batch's own keys under π_i, ascending, play the stored table.
+                    // Flip 0 (no flip) comes first: its list is π_i(batch) ascending.
+                    for &(_, f) in &lists[i][0] {
+                        joiner.visit(f, |bp| {
+                            if bp != f {
+                                self.emit(i, p, bp, f, k, &mut out);
+                            }
+                        });
+                    }
+                    out.retain(|q| q.batch < q.stored);
+                    out
+                })
+                .collect();
+            within = per_table.into_iter().flatten().collect();
+            within.par_sort_unstable();
+        }
+        Ok(BatchResult {
+            pairs,
+            within,
+            keys_scanned,
+        })
+    }
+
+    /// Record the pair (π⁻¹(bp), π⁻¹(f)) found in table `i` if it is within `k` and table `i` is
+    /// the first that covers it.
+    #[inline]
+    fn emit(&self, i: usize, p: &Prober, bp: u64, f: u64, k: u32, out: &mut Vec<Pair>) {
+        let d = (bp ^ f).count_ones();
+        if d > k {
+            return;
+        }
+        let (batch, stored) = (p.inverse.apply(bp), p.inverse.apply(f));
+        // A table before `i` that covers the difference reports the pair; `i` must not.
+        if (0..i).any(|j| self.design().table_covers(j, batch ^ stored)) {
+            return;
+        }
+        out.push(Pair {
+            batch,
+            stored,
+            distance: d,
+        });
+    }
+}

@@ -1,0 +1,183 @@
+//! Batch mode against brute force, for several designs and every k, and sharding: the union of
+//! N shards is exactly the unsharded result, with nothing reported twice.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use simdex::Index;
+use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, Pair, Shard};
+
+fn brute_pairs(batch: &BTreeSet<u64>, stored: &BTreeSet<u64>, k: u32) -> Vec<Pair> {
+    let mut v = Vec::new();
+    for &b in batch {
+        for &f in stored {
+            let d = (b ^ f).count_ones();
+            if d <= k {
+                v.push(Pair {
+                    batch: b,
+                    stored: f,
+                    distance: d,
+                });
+            }
+        }
+    }
+    v
+}
+
+fn brute_within(batch: &BTreeSet<u64>, k: u32) -> Vec<Pair> {
+    brute_pairs(batch, batch, k)
+        .into_iter()
+        .filter(|p| p.batch < p.stored)
+        .collect()
+}
+
+/// Stored fingerprints and a batch with neighbours of stored ones at 0..=4 bits, random ones,
+/// duplicates, and near-duplicates inside the batch.
+fn data(seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut s = seed;
+    let mut stored = random_keys(4000, seed);
+    stored.extend([0, u64::MAX]);
+    let mut batch = random_keys(300, seed ^ 1);
+    for i in 0..200 {
+        batch.push(flip_bits(stored[i * 7], (i % 5) as u32, &mut s));
+    }
+    for i in 0..50 {
+        batch.push(flip_bits(batch[i], (i % 4) as u32 + 1, &mut s));
+        batch.push(batch[i]);
+    }
+    batch.extend([1, u64::MAX - 1]);
+    (stored, batch)
+}
+
+fn build(dir: &std::path::Path, fps: &[u64], design: &str, b: u32) -> Index {
+    let opts = BuildOptions {
+        k: 3,
+        design: DesignChoice::Named(design.into()),
+        block_size: Some(b),
+        mem_bytes: 1 << 30,
+        progress: false,
+    };
+    index::build(dir, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
+    Index::open(dir).unwrap()
+}
+
+#[test]
+fn batch_equals_brute_force_for_every_design_and_k() {
+    let (stored, batch) = data(1);
+    let sset: BTreeSet<u64> = stored.iter().copied().collect();
+    let bset: BTreeSet<u64> = batch.iter().copied().collect();
+    for design in ["4", "10", "16", "20", "m2c1r1", "m4c2r1"] {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = build(&dir.path().join("i"), &stored, design, 128);
+        for k in 0..=3 {
+            let r = idx
+                .batch_near(
+                    &batch,
+                    &BatchOptions {
+                        k,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            assert_eq!(
+                r.pairs,
+                brute_pairs(&bset, &sset, k),
+                "design {design} k {k}"
+            );
+            assert_eq!(
+                r.within,
+                brute_within(&bset, k),
+                "design {design} k {k} within"
+            );
+            assert_eq!(
+                r.keys_scanned,
+                sset.len() as u64 * idx.design().tables().len() as u64
+            );
+        }
+        assert!(
+            idx.batch_near(
+                &batch,
+                &BatchOptions {
+                    k: 4,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
+    }
+}
+
+#[test]
+fn shards_merge_to_exactly_the_unsharded_result() {
+    let (stored, batch) = data(2);
+    for design in ["10", "m2c1r1"] {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = build(&dir.path().join("i"), &stored, design, 128);
+        let whole = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
+        assert!(!whole.pairs.is_empty() && !whole.within.is_empty());
+        for n in [2u64, 3, 7, 1000] {
+            let mut pairs = Vec::new();
+            let mut within = Vec::new();
+            let mut scanned = 0;
+            for i in 0..n {
+                let opts = BatchOptions {
+                    shard: Shard { index: i, count: n },
+                    ..Default::default()
+                };
+                let r = idx.batch_near(&batch, &opts).unwrap();
+                assert!(
+                    i == 0 || r.within.is_empty(),
+                    "only shard 0 reports pairs inside the batch"
+                );
+                pairs.extend(r.pairs);
+                within.extend(r.within);
+                scanned += r.keys_scanned;
+            }
+            let before = pairs.len();
+            pairs.sort();
+            pairs.dedup();
+            assert_eq!(
+                pairs.len(),
+                before,
+                "design {design}, {n} shards: a pair was reported twice"
+            );
+            assert_eq!(pairs, whole.pairs, "design {design}, {n} shards");
+            assert_eq!(within, whole.within);
+            assert_eq!(scanned, whole.keys_scanned);
+        }
+    }
+}
+
+#[test]
+fn empty_batch_empty_index_and_bad_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = build(&dir.path().join("i"), &[], "10", 256);
+    let r = idx
+        .batch_near(&[1, 2, 3], &BatchOptions::default())
+        .unwrap();
+    assert!(r.pairs.is_empty());
+    // 1, 2 and 3 are within 2 bits of each other: the batch's own pairs are still found.
+    assert_eq!(r.within, brute_within(&[1, 2, 3].into_iter().collect(), 3));
+    assert_eq!(r.within.len(), 3);
+    let idx = build(&dir.path().join("j"), &[5, 6], "4", 256);
+    let r = idx.batch_near(&[], &BatchOptions::default()).unwrap();
+    assert!(r.pairs.is_empty());
+    for bad in ["", "1", "2/2", "3/1", "0/0", "a/b", "-1/3"] {
+        assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
+    assert_eq!(Shard::parse("2/5").unwrap(), Shard { index: 2, count: 5 });
+    // Shard block ranges tile 0..blocks exactly.
+    for blocks in [0u64, 1, 5, 1000] {
+        for n in [1u64, 2, 3, 7, 2000] {
+            let mut at = 0;
+            for i in 0..n {
+                let r = Shard { index: i, count: n }.blocks(blocks);
+                assert_eq!(r.start, at);
+                at = r.end;
+            }
+            assert_eq!(at, blocks);
+        }
+    }
+}
