@@ -31,10 +31,15 @@ fn main() {
     for (i, b) in batch.iter_mut().enumerate().take(nb as usize / 100) {
         *b = sample::flip_bits(stored[i * 13 % stored.len()], (i % 4) as u32, &mut s);
     }
-    let dir = tempfile::tempdir_in(".").unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
     let t0 = Instant::now();
-    let built = index::build(&path, stored.iter().map(|&x| Ok(x)), &BuildOptions::default()).unwrap();
+    let built = index::build(
+        &path,
+        stored.iter().map(|&x| Ok(x)),
+        &BuildOptions::default(),
+    )
+    .unwrap();
     drop(stored);
     println!(
         "F: {n} fingerprints, design {} ({} tables), block size {}, built in {:.1?}",
@@ -50,7 +55,15 @@ fn main() {
     println!("| mode | batch | stored | wall s | pairs | stored keys scanned | M keys/s/core |");
     println!("|---|---|---|---|---|---|---|");
     let t0 = Instant::now();
-    let r = idx.batch_near(&batch, &BatchOptions { within: false, ..Default::default() }).unwrap();
+    let r = idx
+        .batch_near(
+            &batch,
+            &BatchOptions {
+                within: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let el = t0.elapsed().as_secs_f64();
     println!(
         "| batch_near ({cores} cores) | {nb} | {n} | {el:.2} | {} | {} | {:.1} |",

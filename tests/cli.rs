@@ -394,3 +394,139 @@ fn batch_shards_merge_like_sort_m() {
     );
     assert!(!p.join("missing").exists());
 }
+
+fn simdex_to(args: &[&str], stdout: std::fs::File, cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simdex"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn hostile_environments_give_clear_errors_and_leave_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &["gen", "--n", "3000", "--planted", "10", "--out", "fps.hex"],
+        None,
+        p,
+    ));
+    ok(&simdex(
+        &["build", "--input", "fps.hex", "--out", "idx", "--quiet"],
+        None,
+        p,
+    ));
+    // A full disk on stdout (/dev/full answers every write with ENOSPC).
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let o = simdex_to(&["gen", "--n", "100000"], full.try_clone().unwrap(), p);
+        fails(&o, "No space left");
+        let o = simdex_to(&["query", "idx", "--input", "fps.hex"], full, p);
+        fails(&o, "No space left");
+    }
+    // Output paths whose parent is a file, or missing.
+    fails(
+        &simdex(
+            &["gen", "--n", "10", "--planted", "0", "--out", "fps.hex/x"],
+            None,
+            p,
+        ),
+        "fps.hex",
+    );
+    fails(
+        &simdex(
+            &["build", "--input", "fps.hex", "--out", "fps.hex/idx"],
+            None,
+            p,
+        ),
+        "fps.hex",
+    );
+    fails(
+        &simdex(
+            &[
+                "batch",
+                "idx",
+                "--input",
+                "fps.hex",
+                "--out",
+                "nope/pairs.tsv",
+            ],
+            None,
+            p,
+        ),
+        "nope",
+    );
+    // Inputs that are directories or empty.
+    fails(
+        &simdex(&["build", "--input", "idx", "--out", "x"], None, p),
+        "is a directory",
+    );
+    std::fs::write(p.join("empty.u64"), b"").unwrap();
+    ok(&simdex(
+        &[
+            "build",
+            "--input",
+            "empty.u64",
+            "--format",
+            "u64",
+            "--out",
+            "e",
+            "--quiet",
+        ],
+        None,
+        p,
+    ));
+    // Absurd options.
+    fails(
+        &simdex(
+            &["build", "--input", "fps.hex", "--out", "y", "--mem", "10"],
+            None,
+            p,
+        ),
+        "memory budget",
+    );
+    fails(
+        &simdex(
+            &["build", "--input", "fps.hex", "--out", "y", "--mem", "lots"],
+            None,
+            p,
+        ),
+        "not a size",
+    );
+    fails(
+        &simdex(&["gen", "--n", "5", "--planted", "6"], None, p),
+        "exceed",
+    );
+    // A read-only directory (only meaningful when not running as root, who may write anyway).
+    let ro = p.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    if std::fs::write(ro.join("probe"), b"").is_err() {
+        fails(
+            &simdex(&["build", "--input", "fps.hex", "--out", "ro/idx"], None, p),
+            "ro",
+        );
+        fails(
+            &simdex(
+                &["gen", "--n", "10", "--planted", "0", "--out", "ro/f.hex"],
+                None,
+                p,
+            ),
+            "ro",
+        );
+    }
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_file(ro.join("probe"));
+    // Nothing half-written anywhere.
+    let mut names: Vec<String> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["e", "empty.u64", "fps.hex", "idx", "ro"]);
+    assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0);
+}

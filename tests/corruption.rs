@@ -118,3 +118,118 @@ fn errors_name_structure_offset_expected_and_found() {
         .to_string();
     assert!(msg.contains("missing.sxt") && msg.contains("open"), "{msg}");
 }
+
+mod index_sweep {
+    //! The same sweep over a whole index directory: every byte of every file flipped, every file
+    //! truncated at every length. Open, verify and queries each give a typed error or the
+    //! correct answer; verify catches every change.
+
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use super::common::*;
+    use simdex::Index;
+    use simdex::index::{self, BuildOptions, DesignChoice};
+
+    fn brute(set: &BTreeSet<u64>, q: u64) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = set
+            .iter()
+            .map(|&f| ((f ^ q).count_ones(), f))
+            .filter(|&(d, _)| d <= 3)
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn check_damaged(dir: &Path, set: &BTreeSet<u64>, queries: &[u64], what: &str) {
+        let idx = match Index::open(dir) {
+            Ok(i) => i,
+            Err(e) => {
+                assert!(!e.to_string().is_empty(), "{what}");
+                return;
+            }
+        };
+        assert!(idx.verify().is_err(), "{what}: verify did not notice");
+        for &q in queries {
+            if let Ok(got) = idx.near(q, 3) {
+                let got: Vec<(u32, u64)> =
+                    got.iter().map(|m| (m.distance, m.fingerprint)).collect();
+                assert_eq!(
+                    got,
+                    brute(set, q),
+                    "{what}: wrong answer for {q:#x} without an error"
+                );
+            }
+            if let Ok(r) = idx.batch_near(&[q], &Default::default()) {
+                let got: Vec<(u32, u64)> = r.pairs.iter().map(|p| (p.distance, p.stored)).collect();
+                let mut want = brute(set, q);
+                want.sort_by_key(|&(_, f)| f);
+                assert_eq!(
+                    got, want,
+                    "{what}: batch gave a wrong answer without an error"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_flip_and_truncation_of_every_index_file() {
+        let mut s = 3;
+        let mut fps = random_keys(60, 3);
+        for i in 0..10 {
+            fps.push(flip_bits(fps[i], (i % 4) as u32, &mut s));
+        }
+        let set: BTreeSet<u64> = fps.iter().copied().collect();
+        let queries: Vec<u64> = fps
+            .iter()
+            .step_by(6)
+            .copied()
+            .chain([0, u64::MAX])
+            .collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let good = tmp.path().join("good");
+        let opts = BuildOptions {
+            k: 3,
+            design: DesignChoice::Named("4".into()),
+            block_size: Some(128),
+            mem_bytes: 1 << 30,
+            progress: false,
+        };
+        index::build(&good, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
+        let files: Vec<String> = {
+            let mut v: Vec<String> = std::fs::read_dir(&good)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(files.len(), 5);
+        let bad = tmp.path().join("bad");
+        let copy = || {
+            let _ = std::fs::remove_dir_all(&bad);
+            std::fs::create_dir(&bad).unwrap();
+            for f in &files {
+                std::fs::copy(good.join(f), bad.join(f)).unwrap();
+            }
+        };
+        for f in &files {
+            let orig = std::fs::read(good.join(f)).unwrap();
+            copy();
+            for pos in 0..orig.len() {
+                let mut b = orig.clone();
+                b[pos] ^= 0xFF;
+                std::fs::write(bad.join(f), &b).unwrap();
+                check_damaged(&bad, &set, &queries, &format!("{f} byte {pos} flipped"));
+            }
+            for len in 0..orig.len() {
+                std::fs::write(bad.join(f), &orig[..len]).unwrap();
+                check_damaged(&bad, &set, &queries, &format!("{f} truncated to {len}"));
+            }
+            std::fs::write(bad.join(f), &orig).unwrap();
+        }
+        // And the untouched copy is fine.
+        copy();
+        Index::open(&bad).unwrap().verify().unwrap();
+    }
+}

@@ -42,7 +42,31 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            // Usage errors on one line, like every other error (clap's own are several).
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad usage");
+            eprintln!(
+                "simdex: {} (see simdex --help)",
+                first.trim_start_matches("error: ").trim()
+            );
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Gen(a) => gen_cmd::run(a),
