@@ -1,0 +1,32 @@
+//! Decode arbitrary bytes as one block under a code built from the input: the decoder must never
+//! panic or read out of bounds, and whatever it yields is strictly ascending.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use simdex::block::{BlockDecoder, block_crc};
+use simdex::codec::huffman::{Code, DecodeTable};
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 64 + 16 {
+        return;
+    }
+    let (freq_bytes, rest) = data.split_at(64);
+    let mut f = [0u64; 64];
+    for (x, &b) in f.iter_mut().zip(freq_bytes) {
+        *x = b as u64;
+    }
+    let table = DecodeTable::new(&Code::from_frequencies(&f, 12));
+    // A block of the next power of two >= 128 bytes, with a valid crc so the stream is decoded.
+    let size = rest.len().next_power_of_two().clamp(128, 4096);
+    let mut block = vec![0u8; size];
+    let n = rest.len().min(size - 4);
+    block[..n].copy_from_slice(&rest[..n]);
+    let crc = block_crc(176, &block[..size - 4]);
+    block[size - 4..].copy_from_slice(&crc.to_le_bytes());
+    let Ok(mut d) = BlockDecoder::new(&block, 0, 176, &table) else { return };
+    let mut prev: Option<u64> = None;
+    while let Ok(Some(k)) = d.next() {
+        assert!(prev.is_none_or(|p| k > p), "keys must ascend");
+        prev = Some(k);
+    }
+});

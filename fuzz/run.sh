@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Run every fuzz target for SECONDS each (default 60), seeding corpora from format-spec/vectors.
+#   cargo install cargo-fuzz && bash fuzz/run.sh 300
+# Uses nightly (rustup toolchain install nightly) for the sanitizers; prints execs per target.
+set -euo pipefail
+cd "$(dirname "$0")"
+secs=${1:-60}
+mkdir -p corpus/open_table corpus/manifest corpus/build_query corpus/decode_block corpus/huffman_twin
+cp ../format-spec/vectors/*.sxt corpus/open_table/
+cp ../format-spec/vectors/v1-index/*.sxt corpus/open_table/
+cp ../format-spec/vectors/v1-index/MANIFEST corpus/manifest/
+for t in open_table decode_block huffman_twin manifest build_query; do
+    echo "== $t ($secs s)"
+    cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -print_final_stats=1 2>&1 \
+        | grep -E "stat::number_of_executed_units|Done|ERROR|panicked|SUMMARY" || true
+done
