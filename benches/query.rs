@@ -134,6 +134,7 @@ fn main() {
                     block_size: Some(b as u32),
                     mem_bytes: 4 << 30,
                     progress: false,
+                    ..Default::default()
                 };
                 index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
                 let idx = Index::open(&path).unwrap();

@@ -3,16 +3,19 @@
 //! ```text
 //!  0        4                12                                     B-4      B
 //!  +--------+----------------+--------------------------------------+--------+
-//!  | count  | first key      | h-delta stream, MSB-first, 0-padded  | crc32  |
-//!  | u32 LE | u64 LE         | (count-1) x [ huffman(h) | suffix ]  | u32 LE |
+//!  | count  | first key      | delta stream, MSB-first, 0-padded    | crc32  |
+//!  | u32 LE | u64 LE         | (count-1) x [ huffman(s) | suffix ]  | u32 LE |
 //!  +--------+----------------+--------------------------------------+--------+
 //! ```
 //!
-//! Codec 1, h-delta: key b after key a is coded as the Huffman code of h = the number of leading
+//! Each key b after key a is a symbol s in 0..=63, Huffman-coded, then a raw suffix; the
+//! [`Codec`] says what s and the suffix mean. Codec 1, h-delta: s = h, the number of leading
 //! bits a and b share, then the 63 - h bits of b below its first differing bit (that bit is 1 in
-//! b and 0 in a, so it is implied). The crc32 covers the block's file offset (u64 LE) and then
+//! b and 0 in a, so it is implied). Codec 2, gap: s = bit length of b - a minus one, then the s
+//! low bits of b - a. The crc32 covers the block's file offset (u64 LE) and then
 //! bytes 0..B-4, so a block read from the wrong place fails its check.
 
+use crate::codec::Codec;
 use crate::codec::bitio::{self, BitWriter};
 use crate::codec::huffman::{Code, DecodeTable};
 use crate::error::{Error, Result};
@@ -44,20 +47,11 @@ pub fn block_crc(offset: u64, block_without_crc: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// The h-delta coding of `b` after `a` (`a < b`): `(h, suffix, suffix_bits)`.
-#[inline]
-pub fn h_delta(a: u64, b: u64) -> (usize, u64, u32) {
-    debug_assert!(a < b);
-    let h = (a ^ b).leading_zeros();
-    let n = 63 - h;
-    // `(1 << n) - 1` would overflow for n = 64; n <= 63 here.
-    (h as usize, b & ((1u64 << n) - 1), n)
-}
-
 /// Fills one block at a time. Reused across blocks to keep its buffer.
 #[derive(Debug)]
 pub struct BlockEncoder {
     block_size: u32,
+    codec: Codec,
     capacity_bits: u64,
     bits: BitWriter,
     count: u32,
@@ -66,10 +60,11 @@ pub struct BlockEncoder {
 }
 
 impl BlockEncoder {
-    /// An empty encoder for blocks of `block_size` bytes.
-    pub fn new(block_size: u32) -> BlockEncoder {
+    /// An empty encoder for blocks of `block_size` bytes coded with `codec`.
+    pub fn new(block_size: u32, codec: Codec) -> BlockEncoder {
         BlockEncoder {
             block_size,
+            codec,
             capacity_bits: stream_bits(block_size),
             bits: BitWriter::new(),
             count: 0,
@@ -91,7 +86,7 @@ impl BlockEncoder {
     /// Add `key` (greater than every key added before) to the current block. Returns `Ok(false)`
     /// and changes nothing if the block is non-empty and the key does not fit: the caller then
     /// [`finish`](Self::finish)es the block and adds the key again. Fails if `code` has no code
-    /// for the key's h, which only happens when the keys differ from those the code was built on.
+    /// for the key's symbol, which only happens when the keys differ from those the code was built on.
     #[inline]
     pub fn push(&mut self, key: u64, code: &Code) -> Result<bool> {
         if self.count == 0 {
@@ -100,12 +95,12 @@ impl BlockEncoder {
             self.count = 1;
             return Ok(true);
         }
-        let (h, suffix, n) = h_delta(self.last, key);
-        let (c, l) = code.encode(h);
+        let (sym, suffix, n) = self.codec.delta(self.last, key);
+        let (c, l) = code.encode(sym);
         if l == 0 {
             return Err(Error::InputChanged {
                 detail: format!(
-                    "h = {h} between {:#018x} and {key:#018x} was not in the first pass's histogram",
+                    "symbol {sym} between {:#018x} and {key:#018x} was not in the first pass's histogram",
                     self.last
                 ),
             });
@@ -161,6 +156,7 @@ pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
 pub struct BlockDecoder<'a> {
     stream: &'a [u8],
     table: &'a DecodeTable,
+    codec: Codec,
     pos: u64,
     end: u64,
     prev: u64,
@@ -173,15 +169,16 @@ pub struct BlockDecoder<'a> {
 
 impl<'a> BlockDecoder<'a> {
     /// Check block `index`, whose bytes `block` were read at file offset `offset`, and start
-    /// decoding it.
+    /// decoding it with `codec` and its decode table.
     pub fn new(
         block: &'a [u8],
         index: u64,
         offset: u64,
+        codec: Codec,
         table: &'a DecodeTable,
     ) -> Result<BlockDecoder<'a>> {
         check_crc(block, index, offset)?;
-        Self::new_unchecked_crc(block, index, offset, table)
+        Self::new_unchecked_crc(block, index, offset, codec, table)
     }
 
     /// As [`new`](Self::new), for a block whose crc the caller has already checked. Decoding stays
@@ -190,6 +187,7 @@ impl<'a> BlockDecoder<'a> {
         block: &'a [u8],
         index: u64,
         offset: u64,
+        codec: Codec,
         table: &'a DecodeTable,
     ) -> Result<BlockDecoder<'a>> {
         let b = block.len();
@@ -207,6 +205,7 @@ impl<'a> BlockDecoder<'a> {
         Ok(BlockDecoder {
             stream,
             table,
+            codec,
             pos: 0,
             end: stream.len() as u64 * 8,
             prev: u64::from_le_bytes(block[4..12].try_into().unwrap()),
@@ -245,28 +244,28 @@ impl<'a> BlockDecoder<'a> {
             return Some(self.prev);
         }
         let window = bitio::peek(self.stream, self.pos);
-        let Some((h, l, total)) = self.table.decode_delta(window) else {
+        let Some((sym, l, total)) = self.table.decode_delta(window) else {
             self.faulted = true;
             self.remaining = 0;
             return None;
         };
-        let n = 63 - h;
+        let n = total - l;
         let pos = self.pos + total as u64;
         let suffix = if total <= 57 {
             ((window << l) >> 1) >> (63 - n)
         } else {
             bitio::read(self.stream, self.pos + l as u64, n)
         };
-        let bit = 1u64 << n;
-        if pos > self.end || self.prev & bit != 0 {
-            self.faulted = true;
-            self.remaining = 0;
-            return None;
-        }
+        let key = match self.codec.apply(self.prev, sym, suffix) {
+            Some(k) if pos <= self.end => k,
+            _ => {
+                self.faulted = true;
+                self.remaining = 0;
+                return None;
+            }
+        };
         self.pos = pos;
         self.remaining -= 1;
-        // Keep a's top h bits, set the implied bit, append the suffix.
-        let key = (self.prev & !(u64::MAX >> h)) | bit | suffix;
         self.prev = key;
         Some(key)
     }
@@ -301,7 +300,7 @@ impl<'a> BlockDecoder<'a> {
     #[cold]
     fn bad_code(&self) -> Error {
         Error::corrupt(
-            format!("block {} h-delta stream", self.index),
+            format!("block {} {} stream", self.index, self.codec),
             self.stream_offset(),
             "a Huffman code of the table's code",
             format!(
@@ -313,15 +312,15 @@ impl<'a> BlockDecoder<'a> {
     }
 
     #[cold]
-    fn bad_delta(&self, h: u32) -> Error {
+    fn bad_delta(&self, sym: u32) -> Error {
         Error::corrupt(
-            format!("block {} h-delta stream", self.index),
+            format!("block {} {} stream", self.index, self.codec),
             self.stream_offset(),
             format!(
-                "a delta that fits the block and whose previous key has bit {h} clear (key {:#018x})",
+                "a delta that fits the block and can follow key {:#018x}",
                 self.prev
             ),
-            format!("h = {h} ending at stream bit {} of {}", self.pos, self.end),
+            format!("symbol {sym} at stream bit {} of {}", self.pos, self.end),
         )
     }
 

@@ -58,6 +58,7 @@ fn build(dir: &std::path::Path, fps: &[u64], design: &str, b: u32) -> Index {
         block_size: Some(b),
         mem_bytes: 1 << 30,
         progress: false,
+        ..Default::default()
     };
     index::build(dir, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
     Index::open(dir).unwrap()

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use bitvec::prelude::*;
 use common::*;
+use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, NUM_SYMBOLS};
 use simdex::table::{self, Table, TableOptions};
 
@@ -33,12 +34,26 @@ fn reference_block(t: &Table<Vec<u8>>, i: u64) -> Vec<u64> {
                 break s;
             }
         };
-        // Keep the top h bits, set bit h, then the 63 - h suffix bits.
-        let mut next = key & !(u64::MAX >> h) | 1u64 << (63 - h);
-        for j in (0..63 - h).rev() {
-            next |= (bits[pos] as u64) << j;
-            pos += 1;
-        }
+        let next = match t.codec() {
+            Codec::HDelta => {
+                // Keep the top h bits, set bit h, then the 63 - h suffix bits.
+                let mut next = key & !(u64::MAX >> h) | 1u64 << (63 - h);
+                for j in (0..63 - h).rev() {
+                    next |= (bits[pos] as u64) << j;
+                    pos += 1;
+                }
+                next
+            }
+            Codec::Gap => {
+                // The gap is a 1 followed by s = h suffix bits.
+                let mut gap = 1u64;
+                for _ in 0..h {
+                    gap = gap << 1 | bits[pos] as u64;
+                    pos += 1;
+                }
+                key + gap
+            }
+        };
         assert!(next > key);
         key = next;
         out.push(key);
@@ -51,9 +66,13 @@ fn fast_and_reference_block_decoders_agree() {
     let mut sets = adversarial_sets();
     sets.push(("random_50k", sorted_set(&random_keys(50_000, 3))));
     for (name, keys) in sets {
-        for bs in [128u32, 1024, 4096] {
+        for (bs, codec) in [128u32, 1024, 4096]
+            .into_iter()
+            .flat_map(|b| Codec::ALL.map(|c| (b, c)))
+        {
             let o = TableOptions {
                 block_size: bs,
+                codec,
                 ..Default::default()
             };
             let t = Table::from_bytes(table::build_bytes(&keys, &o).unwrap()).unwrap();
@@ -63,7 +82,11 @@ fn fast_and_reference_block_decoders_agree() {
                 while let Some(k) = d.next().unwrap() {
                     fast.push(k);
                 }
-                assert_eq!(fast, reference_block(&t, i), "{name} B={bs} block {i}");
+                assert_eq!(
+                    fast,
+                    reference_block(&t, i),
+                    "{name} B={bs} {codec} block {i}"
+                );
             }
         }
     }

@@ -9,9 +9,14 @@ use common::*;
 use simdex::table::{self, Table, TableOptions};
 
 fn small_table() -> (Vec<u64>, Vec<u8>) {
+    small_table_with(simdex::codec::Codec::HDelta)
+}
+
+fn small_table_with(codec: simdex::codec::Codec) -> (Vec<u64>, Vec<u8>) {
     let keys = sorted_set(&random_keys(120, 4));
     let o = TableOptions {
         block_size: 128,
+        codec,
         ..Default::default()
     };
     let bytes = table::build_bytes(&keys, &o).unwrap();
@@ -41,7 +46,13 @@ fn answers_are_right_or_errors(t: &Table<Vec<u8>>, keys: &[u64]) {
 
 #[test]
 fn every_byte_flip_is_detected() {
-    let (keys, bytes) = small_table();
+    for codec in simdex::codec::Codec::ALL {
+        every_byte_flip_is_detected_with(codec);
+    }
+}
+
+fn every_byte_flip_is_detected_with(codec: simdex::codec::Codec) {
+    let (keys, bytes) = small_table_with(codec);
     assert!(Table::from_bytes(bytes.clone()).unwrap().block_count() >= 3);
     for pos in 0..bytes.len() {
         for mask in [0x01u8, 0x80, 0xFF] {
@@ -194,6 +205,7 @@ mod index_sweep {
             block_size: Some(128),
             mem_bytes: 1 << 30,
             progress: false,
+            ..Default::default()
         };
         index::build(&good, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
         let files: Vec<String> = {

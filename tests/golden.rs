@@ -5,12 +5,14 @@
 use std::path::PathBuf;
 
 use simdex::Permutation;
+use simdex::codec::Codec;
 use simdex::table::{self, Table, TableOptions};
 
 struct Vector {
     name: &'static str,
     block_size: u32,
     permutation: Permutation,
+    codec: Codec,
 }
 
 fn vectors() -> Vec<Vector> {
@@ -19,21 +21,37 @@ fn vectors() -> Vec<Vector> {
             name: "v1-empty",
             block_size: 128,
             permutation: Permutation::identity(),
+            codec: Codec::HDelta,
         },
         Vector {
             name: "v1-one-key",
             block_size: 128,
             permutation: Permutation::identity(),
+            codec: Codec::HDelta,
         },
         Vector {
             name: "v1-worked-example",
             block_size: 128,
             permutation: Permutation::identity(),
+            codec: Codec::HDelta,
         },
         Vector {
             name: "v1-multi-block",
             block_size: 128,
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::HDelta,
+        },
+        Vector {
+            name: "v1-gap-worked-example",
+            block_size: 128,
+            permutation: Permutation::identity(),
+            codec: Codec::Gap,
+        },
+        Vector {
+            name: "v1-gap-multi-block",
+            block_size: 128,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::Gap,
         },
     ]
 }
@@ -57,14 +75,14 @@ fn source_keys(v: &Vector) -> Vec<u64> {
     let mut keys = match v.name {
         "v1-empty" => vec![],
         "v1-one-key" => vec![0x0123_4567_89AB_CDEF],
-        "v1-worked-example" => vec![
+        "v1-worked-example" | "v1-gap-worked-example" => vec![
             0x1000_0000_0000_0000,
             0x1000_0000_0000_0001,
             0x1000_0000_0000_01A5,
             0x1A2B_3C4D_5E6F_7081,
             0x1A2B_3C4D_5E6F_70F0,
         ],
-        "v1-multi-block" => {
+        "v1-multi-block" | "v1-gap-multi-block" => {
             let mut s = 7;
             (0..300)
                 .map(|_| v.permutation.apply(splitmix(&mut s)))
@@ -84,6 +102,7 @@ fn golden_vectors_decode_and_reproduce() {
         let opts = TableOptions {
             block_size: v.block_size,
             permutation: v.permutation.clone(),
+            codec: v.codec,
         };
         let bin = dir().join(format!("{}.sxt", v.name));
         if regen {
@@ -112,6 +131,7 @@ fn golden_vectors_decode_and_reproduce() {
         assert_eq!(t.verify().unwrap().keys, keys.len() as u64);
         assert_eq!(t.permutation(), &v.permutation, "{}", v.name);
         assert_eq!(t.block_size(), v.block_size);
+        assert_eq!(t.codec(), v.codec);
         assert!(
             table::build_bytes(&keys, &opts).unwrap() == bytes,
             "{}: writer no longer reproduces the vector",
@@ -131,6 +151,7 @@ fn golden_index_opens_answers_and_reproduces() {
         block_size: Some(128),
         mem_bytes: 1 << 30,
         progress: false,
+        ..Default::default()
     };
     if std::env::var_os("SIMDEX_REGEN_VECTORS").is_some() {
         let mut s = 11;

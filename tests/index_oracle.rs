@@ -54,6 +54,7 @@ fn build(
         block_size: Some(block_size),
         mem_bytes: mem,
         progress: false,
+        ..Default::default()
     };
     index::build(dir, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
     Index::open(dir).unwrap()
@@ -179,6 +180,7 @@ fn external_build_is_byte_identical_to_in_memory_build() {
         block_size: Some(1024),
         mem_bytes: mem,
         progress: false,
+        ..Default::default()
     };
     let sa = index::build(&a, fps.iter().map(|&x| Ok(x)), &opts(1 << 30)).unwrap();
     let sb = index::build(&b, fps.iter().map(|&x| Ok(x)), &opts(1 << 20)).unwrap();
@@ -263,4 +265,28 @@ fn damaged_index_files_are_reported() {
     std::fs::remove_file(p.join("MANIFEST")).unwrap();
     let msg = Index::open(&p).unwrap_err().to_string();
     assert!(msg.contains("not a simdex index"), "{msg}");
+}
+
+#[test]
+fn gap_codec_indexes_match_brute_force() {
+    let fps = planted(1500, 3, 21);
+    for design in ["10", "m2c1r1"] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("idx");
+        let opts = BuildOptions {
+            design: DesignChoice::Named(design.into()),
+            block_size: Some(256),
+            codec: simdex::codec::Codec::Gap,
+            ..Default::default()
+        };
+        index::build(&p, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
+        let idx = Index::open(&p).unwrap();
+        assert!(
+            idx.tables()
+                .iter()
+                .all(|t| t.codec() == simdex::codec::Codec::Gap)
+        );
+        assert_eq!(idx.manifest().codec, 2);
+        check(&idx, &fps, 5);
+    }
 }

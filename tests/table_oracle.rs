@@ -8,6 +8,7 @@ use std::ops::Bound;
 
 use common::*;
 use proptest::prelude::*;
+use simdex::codec::Codec;
 use simdex::table::{self, Table, TableOptions};
 use simdex::{Error, Permutation};
 
@@ -57,11 +58,23 @@ fn probe_points<D: AsRef<[u8]>>(t: &Table<D>, keys: &[u64], seed: u64) -> Vec<u6
     pts
 }
 
+/// Check `keys` at `block_size` with every codec.
 fn check_table(name: &str, keys: &[u64], block_size: u32) {
-    let bytes = table::build_bytes(keys, &opts(block_size)).unwrap();
+    for codec in Codec::ALL {
+        check_table_with(name, keys, block_size, codec);
+    }
+}
+
+fn check_table_with(name: &str, keys: &[u64], block_size: u32, codec: Codec) {
+    let o = TableOptions {
+        codec,
+        ..opts(block_size)
+    };
+    let bytes = table::build_bytes(keys, &o).unwrap();
     let t = Table::from_bytes(&bytes).unwrap();
+    assert_eq!(t.codec(), codec);
     let set: BTreeSet<u64> = keys.iter().copied().collect();
-    let ctx = format!("{name} B={block_size}");
+    let ctx = format!("{name} B={block_size} codec {codec}");
     assert_eq!(t.len(), set.len() as u64, "{ctx}");
     assert_eq!(collect(t.iter()), keys, "{ctx}: full iteration");
     assert_eq!(t.verify().unwrap().keys, keys.len() as u64, "{ctx}");
@@ -249,6 +262,7 @@ fn header_records_the_permutation() {
     let o = TableOptions {
         block_size: 256,
         permutation: p.clone(),
+        ..Default::default()
     };
     let keys = sorted_set(
         &random_keys(100, 5)
@@ -321,14 +335,15 @@ fn key_sets() -> impl Strategy<Value = Vec<u64>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
-    fn prop_round_trip_and_ranges(keys in key_sets(), bs_i in 0usize..4, a in any::<u64>(), b in any::<u64>(), bits in 0u32..=64) {
+    fn prop_round_trip_and_ranges(keys in key_sets(), bs_i in 0usize..4, gap in any::<bool>(), a in any::<u64>(), b in any::<u64>(), bits in 0u32..=64) {
         let bs = [128u32, 256, 1024, 4096][bs_i];
+        let codec = if gap { Codec::Gap } else { Codec::HDelta };
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         let dups = sorted.len();
         sorted.dedup();
         let cur = std::io::Cursor::new(Vec::new());
-        let (cur, summary) = table::build_to(cur, &opts(bs), || Ok({
+        let (cur, summary) = table::build_to(cur, &TableOptions { codec, ..opts(bs) }, || Ok({
             let mut v = keys.clone();
             v.sort_unstable();
             v

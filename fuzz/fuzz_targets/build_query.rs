@@ -10,6 +10,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let block_size = 128u32 << (data[0] % 6);
+    let codec = if data[0] & 0x80 == 0 { simdex::codec::Codec::HDelta } else { simdex::codec::Codec::Gap };
     let mut keys: Vec<u64> = data[1..]
         .chunks(8)
         .map(|c| {
@@ -20,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let probes = keys.clone();
     keys.sort_unstable();
-    let opts = TableOptions { block_size, ..Default::default() };
+    let opts = TableOptions { block_size, codec, ..Default::default() };
     let bytes = table::build_bytes(&keys, &opts).unwrap();
     keys.dedup();
     let t = Table::from_bytes(bytes).unwrap();

@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use simdex::block::{BlockDecoder, block_crc};
+use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, DecodeTable};
 
 fuzz_target!(|data: &[u8]| {
@@ -15,7 +16,8 @@ fuzz_target!(|data: &[u8]| {
     for (x, &b) in f.iter_mut().zip(freq_bytes) {
         *x = b as u64;
     }
-    let table = DecodeTable::new(&Code::from_frequencies(&f, 12));
+    let codec = if freq_bytes[0] & 1 == 0 { Codec::HDelta } else { Codec::Gap };
+    let table = DecodeTable::new(&Code::from_frequencies(&f, 12), |s| codec.suffix_bits(s));
     // A block of the next power of two >= 128 bytes, with a valid crc so the stream is decoded.
     let size = rest.len().next_power_of_two().clamp(128, 4096);
     let mut block = vec![0u8; size];
@@ -23,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     block[..n].copy_from_slice(&rest[..n]);
     let crc = block_crc(176, &block[..size - 4]);
     block[size - 4..].copy_from_slice(&crc.to_le_bytes());
-    let Ok(mut d) = BlockDecoder::new(&block, 0, 176, &table) else { return };
+    let Ok(mut d) = BlockDecoder::new(&block, 0, 176, codec, &table) else { return };
     let mut prev: Option<u64> = None;
     while let Ok(Some(k)) = d.next() {
         assert!(prev.is_none_or(|p| k > p), "keys must ascend");

@@ -209,15 +209,16 @@ pub struct DecodeTable {
     bits: u32,
     /// `63 - bits`, so an index is `(window >> 1) >> shift` (no overflow at bits = 0).
     shift: u32,
-    /// `len | sym << 8 | (len + 63 - sym) << 16`: the code length, the symbol, and the bits an
-    /// h-delta with this symbol takes in all (precomputed to shorten the decoder's dependency
+    /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
+    /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
     /// chain). 0 marks a bit pattern that starts no code (corrupt data).
     entries: Vec<u32>,
 }
 
 impl DecodeTable {
-    /// The decode table of `code` (2^max_len entries).
-    pub fn new(code: &Code) -> DecodeTable {
+    /// The decode table of `code` (2^max_len entries); `suffix_bits(symbol)` is how many raw
+    /// bits follow each symbol ([`crate::codec::Codec::suffix_bits`]).
+    pub fn new(code: &Code, suffix_bits: impl Fn(u32) -> u32) -> DecodeTable {
         let bits = code.max_len();
         let mut entries = vec![0u32; 1usize << bits];
         for sym in 0..NUM_SYMBOLS {
@@ -227,7 +228,7 @@ impl DecodeTable {
             }
             let shift = bits - l;
             let start = (c as usize) << shift;
-            let total = l + 63 - sym as u32;
+            let total = l + suffix_bits(sym as u32);
             entries[start..start + (1usize << shift)].fill(l | (sym as u32) << 8 | total << 16);
         }
         DecodeTable {
@@ -251,7 +252,7 @@ impl DecodeTable {
         Some((h, l))
     }
 
-    /// As [`decode`](Self::decode), plus `l + 63 - symbol`: the length of a whole h-delta.
+    /// As [`decode`](Self::decode), plus the length of the whole delta (code and suffix).
     #[inline(always)]
     pub fn decode_delta(&self, window: u64) -> Option<(u32, u32, u32)> {
         let i = ((window >> 1) >> self.shift) as usize;
@@ -345,7 +346,7 @@ mod tests {
             *x = (i as u64 * 2654435761) % 1000;
         }
         let code = Code::from_frequencies(&f, 12);
-        let table = DecodeTable::new(&code);
+        let table = DecodeTable::new(&code, |s| 63 - s);
         let mut state = 7u64;
         let bytes: Vec<u8> = (0..4096)
             .map(|_| {

@@ -29,7 +29,6 @@ use rayon::prelude::*;
 use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry};
-use crate::table::format::CODEC_H_DELTA;
 use crate::table::{self, TableOptions};
 
 /// Which design to build.
@@ -52,6 +51,8 @@ pub struct BuildOptions {
     pub design: DesignChoice,
     /// Block size of every table; `None` picks [`crate::design::auto_block_size`].
     pub block_size: Option<u32>,
+    /// Codec of every table.
+    pub codec: crate::codec::Codec,
     /// Memory budget in bytes for sorting (the process uses somewhat more: buffers, maps).
     pub mem_bytes: u64,
     /// Show a progress bar on stderr (only drawn when stderr is a terminal).
@@ -64,6 +65,7 @@ impl Default for BuildOptions {
             k: 3,
             design: DesignChoice::Auto,
             block_size: None,
+            codec: crate::codec::Codec::HDelta,
             mem_bytes: 1 << 30,
             progress: false,
         }
@@ -201,6 +203,7 @@ pub fn build(
         let td = &design.tables()[i];
         let topts = TableOptions {
             block_size,
+            codec: opts.codec,
             permutation: td.permutation.clone(),
         };
         let path = staging.path().join(file_name(i));
@@ -245,7 +248,7 @@ pub fn build(
     let manifest = Manifest {
         design: design.clone(),
         keys: n,
-        codec: CODEC_H_DELTA,
+        codec: opts.codec.id(),
         block_size,
         tables: entries,
     };

@@ -190,6 +190,13 @@ impl Index {
                     t.len().to_string(),
                 ));
             }
+            if t.codec().id() != manifest.codec {
+                return Err(mismatch(
+                    "codec",
+                    format!("{} (manifest)", manifest.codec),
+                    t.codec().id().to_string(),
+                ));
+            }
             if t.block_size() != manifest.block_size {
                 return Err(mismatch(
                     "block size",

@@ -13,13 +13,12 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::block::{BlockEncoder, h_delta};
+use crate::block::BlockEncoder;
+use crate::codec::Codec;
 use crate::codec::huffman::{Code, NUM_SYMBOLS, WRITER_MAX_CODE_LEN};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
-use crate::table::format::{
-    CODEC_H_DELTA, HEADER_LEN, Header, TRAILER_LEN, Trailer, check_block_size,
-};
+use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_block_size};
 
 /// Default block size in bytes (the paper's choice).
 pub const DEFAULT_BLOCK_SIZE: u32 = 1024;
@@ -32,6 +31,8 @@ pub struct TableOptions {
     /// The permutation the keys were sorted under (recorded in the header; the builder takes
     /// keys already permuted).
     pub permutation: Permutation,
+    /// How keys are coded: h-delta (codec 1, the paper's, the default) or gap (codec 2).
+    pub codec: Codec,
 }
 
 impl Default for TableOptions {
@@ -39,6 +40,7 @@ impl Default for TableOptions {
         TableOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             permutation: Permutation::identity(),
+            codec: Codec::HDelta,
         }
     }
 }
@@ -89,28 +91,24 @@ impl Dedup {
     }
 }
 
-/// Pass 1: the histogram of h over consecutive distinct keys.
+/// Pass 1: the histogram of the codec's symbol over consecutive distinct keys.
 #[derive(Debug, Clone)]
 pub struct Histogram {
+    codec: Codec,
     freqs: [u64; NUM_SYMBOLS],
     dedup: Dedup,
     distinct: u64,
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
+impl Histogram {
+    /// An empty histogram for `codec`.
+    pub fn new(codec: Codec) -> Histogram {
         Histogram {
+            codec,
             freqs: [0; NUM_SYMBOLS],
             dedup: Dedup::default(),
             distinct: 0,
         }
-    }
-}
-
-impl Histogram {
-    /// An empty histogram.
-    pub fn new() -> Histogram {
-        Histogram::default()
     }
 
     /// Add the next key of the sorted input.
@@ -119,7 +117,7 @@ impl Histogram {
         if let Some(prev) = self.dedup.accept(key)? {
             self.distinct += 1;
             if let Some(a) = prev {
-                self.freqs[h_delta(a, key).0] += 1;
+                self.freqs[self.codec.delta(a, key).0] += 1;
             }
         }
         Ok(())
@@ -135,7 +133,7 @@ impl Histogram {
         self.dedup.duplicates
     }
 
-    /// Count of each h.
+    /// Count of each symbol.
     pub fn frequencies(&self) -> &[u64; NUM_SYMBOLS] {
         &self.freqs
     }
@@ -176,12 +174,18 @@ impl<W: Write + Seek> TableWriter<W> {
     /// The keys added must be exactly those the histogram saw.
     pub fn new(mut w: W, opts: &TableOptions, hist: &Histogram) -> Result<TableWriter<W>> {
         check_block_size(opts.block_size)?;
+        if hist.codec != opts.codec {
+            return Err(Error::InvalidArgument(format!(
+                "histogram was built for codec {}, the table is {}",
+                hist.codec, opts.codec
+            )));
+        }
         let start = w
             .stream_position()
             .map_err(|e| Error::io(None, "seek", e))?;
         let code = hist.code();
         let header = Header {
-            codec: CODEC_H_DELTA,
+            codec: opts.codec,
             block_size: opts.block_size,
             key_count: 0,
             block_count: 0,
@@ -197,7 +201,7 @@ impl<W: Write + Seek> TableWriter<W> {
             header,
             code,
             expected_keys: hist.distinct(),
-            enc: BlockEncoder::new(opts.block_size),
+            enc: BlockEncoder::new(opts.block_size, opts.codec),
             block_buf: vec![0u8; opts.block_size as usize],
             dedup: Dedup::default(),
             keys: 0,
@@ -327,7 +331,7 @@ where
     I: IntoIterator<Item = Result<u64>>,
 {
     check_block_size(opts.block_size)?;
-    let mut hist = Histogram::new();
+    let mut hist = Histogram::new(opts.codec);
     for k in pass()? {
         hist.add(k?)?;
     }

@@ -14,6 +14,7 @@
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::block::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+use crate::codec::Codec;
 use crate::codec::huffman::{Code, Lengths};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
@@ -24,8 +25,6 @@ pub const HEADER_MAGIC: [u8; 8] = *b"SIMDXTBL";
 pub const TRAILER_MAGIC: [u8; 8] = *b"SIMDXEND";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// Codec 1: h-delta with a canonical Huffman code.
-pub const CODEC_H_DELTA: u32 = 1;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 176;
 /// Trailer length in bytes.
@@ -39,8 +38,8 @@ pub fn crc_at(offset: u64, bytes: &[u8]) -> u32 {
 /// The table header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    /// Codec id.
-    pub codec: u32,
+    /// How the blocks are coded.
+    pub codec: Codec,
     /// Block size B in bytes.
     pub block_size: u32,
     /// Number of keys.
@@ -70,7 +69,7 @@ impl Header {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&HEADER_MAGIC);
         LE::write_u32(&mut b[8..12], FORMAT_VERSION);
-        LE::write_u32(&mut b[12..16], self.codec);
+        LE::write_u32(&mut b[12..16], self.codec.id());
         LE::write_u32(&mut b[16..20], self.block_size);
         LE::write_u64(&mut b[24..32], self.key_count);
         LE::write_u64(&mut b[32..40], self.block_count);
@@ -111,15 +110,13 @@ impl Header {
                 format!("{stored:#010x}"),
             ));
         }
-        let codec = LE::read_u32(&b[12..16]);
-        if codec != CODEC_H_DELTA {
-            return Err(Error::Unsupported {
-                path: None,
-                what: "codec",
-                expected: format!("{CODEC_H_DELTA} (h-delta)"),
-                found: codec as u64,
-            });
-        }
+        let codec_id = LE::read_u32(&b[12..16]);
+        let codec = Codec::from_id(codec_id).ok_or(Error::Unsupported {
+            path: None,
+            what: "codec",
+            expected: "1 (h-delta) or 2 (gap)".into(),
+            found: codec_id as u64,
+        })?;
         let block_size = LE::read_u32(&b[16..20]);
         check_block_size(block_size).map_err(|_| {
             Error::corrupt(

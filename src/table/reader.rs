@@ -161,7 +161,8 @@ impl<D: AsRef<[u8]>> Table<D> {
             last_keys.push(k);
         }
         let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
-        let decode = DecodeTable::new(&code);
+        let codec = header.codec;
+        let decode = DecodeTable::new(&code, |s| codec.suffix_bits(s));
         let crc_checked = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         Ok(Table {
             data,
@@ -198,12 +199,17 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.header.block_size
     }
 
+    /// How the blocks are coded.
+    pub fn codec(&self) -> crate::codec::Codec {
+        self.header.codec
+    }
+
     /// The permutation the keys are sorted under.
     pub fn permutation(&self) -> &Permutation {
         &self.header.permutation
     }
 
-    /// The Huffman code lengths for h = 0..=63.
+    /// The Huffman code lengths for symbols 0..=63.
     pub fn code_lengths(&self) -> &[u8; 64] {
         &self.header.code_lengths
     }
@@ -255,7 +261,8 @@ impl<D: AsRef<[u8]>> Table<D> {
             block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
             word.fetch_or(bit, Ordering::Relaxed);
         }
-        BlockDecoder::new_unchecked_crc(bytes, i, off, &self.decode).map_err(|e| self.attach(e))
+        BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode)
+            .map_err(|e| self.attach(e))
     }
 
     /// The first block whose last key is `>= key` (`block_count()` if none): the only block
@@ -416,8 +423,8 @@ impl<D: AsRef<[u8]>> Table<D> {
         for i in 0..self.block_count() {
             let off = HEADER_LEN as u64 + i * b;
             let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
-            let mut d =
-                BlockDecoder::new(bytes, i, off, &self.decode).map_err(|e| self.attach(e))?;
+            let mut d = BlockDecoder::new(bytes, i, off, self.header.codec, &self.decode)
+                .map_err(|e| self.attach(e))?;
             let mut last = None;
             while let Some(k) = d.next().map_err(|e| self.attach(e))? {
                 if let Some(p) = prev

@@ -30,6 +30,9 @@ pub struct Args {
     /// in-memory last-key arrays fit in 1 GiB (small blocks, fast queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,
+    /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).
+    #[arg(long, default_value = "h-delta")]
+    pub codec: simdex::codec::Codec,
     /// Memory budget for sorting, e.g. 512M, 1G.
     #[arg(long, default_value = "1G", value_parser = parse_size)]
     pub mem: u64,
@@ -48,6 +51,7 @@ pub fn run(a: Args) -> Result<()> {
         k: a.k,
         design,
         block_size: crate::util::parse_block_size(&a.block_size)?,
+        codec: a.codec,
         mem_bytes: a.mem,
         progress: !a.quiet,
     };

@@ -24,6 +24,9 @@ pub struct Args {
     /// in-memory last-key arrays fit in 1 GiB (small blocks, fast queries; large at billions).
     #[arg(long, default_value = "auto")]
     block_size: String,
+    /// Codec of the tables: h-delta (the paper's, default) or gap.
+    #[arg(long, default_value = "h-delta")]
+    codec: simdex::codec::Codec,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -54,6 +57,7 @@ pub fn run(a: Args) -> Result<()> {
             DesignChoice::Named(a.design.clone())
         },
         block_size: crate::util::parse_block_size(&a.block_size)?,
+        codec: a.codec,
         mem_bytes: 1 << 30,
         progress: true,
     };
