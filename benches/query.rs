@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use simdex::codec::Codec;
 use simdex::index::{self, BuildOptions, DesignChoice};
 use simdex::{Design, Index};
 
@@ -118,7 +119,14 @@ fn main() {
             1.0 / scan.as_secs_f64(),
             n as f64 * 8.0 / 1048576.0
         );
-        for name in ["4", "10", "16", "20", "m2c1r1", "auto"] {
+        let runs = ["4", "10", "16", "20", "m2c1r1", "auto"]
+            .into_iter()
+            .flat_map(|name| {
+                // Both codecs for the design `auto` picks; h-delta for the rest.
+                let codecs: &[Codec] = if name == "auto" { &Codec::ALL } else { &[Codec::HDelta] };
+                codecs.iter().map(move |&c| (name, c))
+            });
+        for (name, codec) in runs {
             for &b in &blocks {
                 let design = if name == "auto" {
                     Design::auto_with_budget(n, k, simdex::design::DEFAULT_MAX_TABLES, b as u32)
@@ -132,9 +140,9 @@ fn main() {
                     k,
                     design: DesignChoice::Given(design.clone()),
                     block_size: Some(b as u32),
+                    codec,
                     mem_bytes: 4 << 30,
                     progress: false,
-                    ..Default::default()
                 };
                 index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
                 let idx = Index::open(&path).unwrap();

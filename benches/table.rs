@@ -1,11 +1,12 @@
-//! Table codec benchmarks: encode and decode ns/key, and a prefix probe on a 10M-key table beside
-//! binary search over a raw sorted `u64` array (the uncompressed baseline).
+//! Table codec benchmarks, both codecs: encode and decode ns/key, and a prefix probe on a
+//! 10M-key table beside binary search over a raw sorted `u64` array (the uncompressed baseline).
 //!
 //! `cargo bench --bench table`; `SIMDEX_BENCH_N` overrides the 10M table size.
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use simdex::codec::Codec;
 use simdex::table::{self, Table, TableOptions};
 
 use simdex::sample::splitmix64 as splitmix;
@@ -38,18 +39,23 @@ fn codec(c: &mut Criterion) {
     let mut g = c.benchmark_group("codec_1M");
     g.throughput(Throughput::Elements(keys.len() as u64));
     g.sample_size(10);
-    for bs in [256u32, 1024, 4096] {
+    for (bs, codec) in [256u32, 1024, 4096]
+        .into_iter()
+        .flat_map(|b| Codec::ALL.map(|c| (b, c)))
+    {
         let opts = TableOptions {
             block_size: bs,
+            codec,
             ..Default::default()
         };
-        g.bench_with_input(BenchmarkId::new("encode", bs), &opts, |b, opts| {
+        let id = format!("{codec}/{bs}");
+        g.bench_with_input(BenchmarkId::new("encode", &id), &opts, |b, opts| {
             b.iter(|| table::build_bytes(black_box(&keys), opts).unwrap())
         });
         let bytes = table::build_bytes(&keys, &opts).unwrap();
         let t = Table::from_bytes(bytes).unwrap();
         report_size(&t);
-        g.bench_with_input(BenchmarkId::new("decode", bs), &t, |b, t| {
+        g.bench_with_input(BenchmarkId::new("decode", &id), &t, |b, t| {
             b.iter(|| {
                 let mut a = 0u64;
                 t.for_each_in(0, u64::MAX, |k| {
@@ -98,14 +104,18 @@ fn probe(c: &mut Criterion) {
             hits
         })
     });
-    for bs in [256u32, 512, 1024, 4096] {
+    for (bs, codec) in [256u32, 512, 1024, 4096]
+        .into_iter()
+        .flat_map(|b| Codec::ALL.map(|c| (b, c)))
+    {
         let opts = TableOptions {
             block_size: bs,
+            codec,
             ..Default::default()
         };
         let t = Table::from_bytes(table::build_bytes(&keys, &opts).unwrap()).unwrap();
         report_size(&t);
-        g.bench_function(BenchmarkId::new(format!("table_b{bs}"), p), |b| {
+        g.bench_function(BenchmarkId::new(format!("{codec}_b{bs}"), p), |b| {
             b.iter(|| {
                 let queries = next_queries();
                 let mut hits = 0u64;
