@@ -73,7 +73,9 @@ fn main() {
         .unwrap_or_else(|| vec![1_000_000, 10_000_000]);
     let dir = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
-    println!("| n | codec | B | bits/fp on disk | % of raw 64 | bound | excess | reader heap | heap bits/fp |");
+    println!(
+        "| n | codec | B | bits/fp on disk | % of raw 64 | bound | excess | reader heap | heap bits/fp |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
         let mut keys = sample::random(n as usize, n);
@@ -123,7 +125,10 @@ fn main() {
     // Check the extrapolation rule on the measured series: predict each larger n from the
     // smallest n by shifting with the bound, and compare.
     println!();
-    println!("Extrapolation check: bits predicted from n = {} by bound shift vs measured", sizes[0]);
+    println!(
+        "Extrapolation check: bits predicted from n = {} by bound shift vs measured",
+        sizes[0]
+    );
     println!();
     println!("| codec | B | n | predicted bits/fp | measured | error |");
     println!("|---|---|---|---|---|---|");

@@ -123,7 +123,11 @@ fn main() {
             .into_iter()
             .flat_map(|name| {
                 // Both codecs for the design `auto` picks; h-delta for the rest.
-                let codecs: &[Codec] = if name == "auto" { &Codec::ALL } else { &[Codec::HDelta] };
+                let codecs: &[Codec] = if name == "auto" {
+                    &Codec::ALL
+                } else {
+                    &[Codec::HDelta]
+                };
                 codecs.iter().map(move |&c| (name, c))
             });
         for (name, codec) in runs {
@@ -169,7 +173,7 @@ fn main() {
                 println!(
                     "| {n} | {} | {} | {b} | {:.2} | {:.0} | {raw_cols} | {:.2} | {:.1} MiB | {:.0} MiB |",
                     if name == "auto" {
-                        format!("auto ({})", design.name())
+                        format!("auto ({}), {codec}", design.name())
                     } else {
                         name.to_string()
                     },

@@ -245,3 +245,73 @@ mod index_sweep {
         Index::open(&bad).unwrap().verify().unwrap();
     }
 }
+
+/// A writer that fails (like a full disk) once `limit` bytes have been written.
+#[derive(Debug)]
+struct FailingWriter {
+    inner: std::io::Cursor<Vec<u8>>,
+    limit: u64,
+}
+
+impl std::io::Write for FailingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let pos = self.inner.position();
+        if pos + buf.len() as u64 > self.limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "disk full",
+            ));
+        }
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::io::Seek for FailingWriter {
+    fn seek(&mut self, p: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(p)
+    }
+}
+
+#[test]
+fn a_full_disk_at_any_byte_is_an_error_not_a_panic() {
+    let keys = sorted_set(&random_keys(300, 5));
+    let o = TableOptions {
+        block_size: 128,
+        ..Default::default()
+    };
+    let full = table::build_bytes(&keys, &o).unwrap().len() as u64;
+    for limit in 0..full {
+        let w = FailingWriter {
+            inner: std::io::Cursor::new(Vec::new()),
+            limit,
+        };
+        let err = table::build_to(w, &o, || Ok(keys.iter().map(|&k| Ok(k)))).unwrap_err();
+        assert!(
+            err.to_string().contains("disk full"),
+            "limit {limit}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_atomic_write_leaves_the_old_file_and_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, b"old").unwrap();
+    let err = simdex::atomic::write_file(&path, |w| {
+        use std::io::Write;
+        w.write_all(b"half of the new con").unwrap();
+        Err::<(), _>(simdex::Error::io(
+            None,
+            "write",
+            std::io::ErrorKind::StorageFull.into(),
+        ))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("write"));
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
