@@ -3,16 +3,24 @@
 //! A storage engine for 64-bit simhash fingerprints, after Manku, Jain and Das Sarma,
 //! *Detecting Near-Duplicates for Web Crawling* (WWW 2007).
 //!
-//! The foundation is the **table file**: distinct 64-bit keys (fingerprints under a bit
-//! permutation), sorted, cut into fixed-size blocks. A block's first key is stored raw; each
-//! next key is the Huffman code of h, the number of leading bits it shares with its predecessor,
-//! followed by its bits below the first differing one. An in-memory array of every block's last
-//! key picks the single block a lookup decodes. Random 64-bit keys take about 2 bits per key
-//! more than the information-theoretic minimum; the paper's "about half of raw" is beaten
-//! comfortably at every size up to billions of keys.
+//! The question it answers: given a fingerprint F and a distance k, which stored fingerprints
+//! differ from F in at most k bits? Exactly, fast, at any scale. The paper's answer is kept
+//! whole: t copies of the set, each sorted under a bit permutation that brings a chosen group of
+//! bit-blocks to the top ([`design`]); a query reads, in each table, the keys sharing F's
+//! permuted prefix and checks their full distance ([`index`]); a batch of new fingerprints is
+//! joined against every table in one sequential pass ([`index::batch`]).
 //!
-//! The data path, top to bottom: [`permutation`] (fingerprint to key) → [`table`] (sorted keys
-//! to a file) → [`block`] (one block) → [`codec`] (Huffman and bits).
+//! Underneath is the **table file** ([`table`]): distinct 64-bit keys, sorted, cut into
+//! fixed-size blocks. A block's first key is stored raw; each next key is a Huffman-coded symbol
+//! plus raw suffix bits — codec 1 (h-delta, the paper's: the number of leading bits shared with
+//! the predecessor, then the bits below the first difference) or codec 2 (gap: the bit length of
+//! the difference, then its low bits). An in-memory array of every block's last key picks the
+//! single block a lookup decodes. Random keys take about 2.2 bits per key above the
+//! information-theoretic minimum with codec 1 and 0.3 with codec 2.
+//!
+//! The data path, top to bottom: [`design`] and [`permutation`] (fingerprint to key) →
+//! [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → [`block`] (one
+//! block) → [`codec`] (Huffman and bits). Byte layouts are specified in `format-spec/`.
 //!
 //! ```
 //! use simdex::table::{self, Table, TableOptions};
