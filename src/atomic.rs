@@ -23,9 +23,17 @@ pub fn write_file<T>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // Like File::create: 0666 less the umask (tempfile's default, 0600, would make an index
+    // built by one user unreadable by the service that serves it).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = builder
         .tempfile_in(dir)
         .map_err(|e| Error::io(dir.to_path_buf(), "create temporary file in", e))?;
     let io_err = |op| move |e| Error::io(path.to_path_buf(), op, e);

@@ -290,3 +290,29 @@ fn gap_codec_indexes_match_brute_force() {
         check(&idx, &fps, 5);
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn index_files_get_ordinary_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("idx");
+    index::build(
+        &p,
+        [1u64, 2, 3].into_iter().map(Ok),
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    // Readable by others, as File::create and create_dir make them under the usual umask
+    // (the test checks the bits the umask cannot add, not the exact mode).
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&p) & 0o700, 0o700);
+    for e in std::fs::read_dir(&p).unwrap() {
+        let m = mode(&e.unwrap().path());
+        assert_eq!(m & 0o600, 0o600);
+        assert_ne!(
+            m, 0o600,
+            "index files must not be owner-only like temporary files"
+        );
+    }
+}
