@@ -530,3 +530,58 @@ fn hostile_environments_give_clear_errors_and_leave_nothing() {
     assert_eq!(names, vec!["e", "empty.u64", "fps.hex", "idx", "ro"]);
     assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0);
 }
+
+/// Kill `simdex build` with SIGKILL at staggered moments: the output path is then either absent
+/// or a complete index that verifies — never a partial one.
+#[test]
+fn a_build_killed_at_any_moment_leaves_no_index_or_a_whole_one() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &[
+            "gen",
+            "--n",
+            "300000",
+            "--planted",
+            "0",
+            "--format",
+            "u64",
+            "--out",
+            "fps.u64",
+        ],
+        None,
+        p,
+    ));
+    let mut outcomes = (0, 0);
+    for trial in 0..12u64 {
+        let out = format!("idx{trial}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
+            .args([
+                "build", "--input", "fps.u64", "--format", "u64", "--out", &out, "--design", "20",
+                "--quiet",
+            ])
+            .current_dir(p)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(trial * 40));
+        let _ = child.kill(); // SIGKILL; harmless if it already finished
+        let _ = child.wait();
+        let dir = p.join(&out);
+        if dir.exists() {
+            let idx = simdex::Index::open(&dir).expect("a visible index is complete");
+            assert_eq!(idx.verify().unwrap().tables, 20);
+            assert_eq!(idx.len(), 300_000);
+            outcomes.1 += 1;
+        } else {
+            outcomes.0 += 1;
+        }
+    }
+    // The staggered kills hit both sides of the final rename on this machine; if the machine is
+    // much faster or slower one side may be empty, which is fine — the check above is the point.
+    eprintln!(
+        "killed before completion: {}, complete: {}",
+        outcomes.0, outcomes.1
+    );
+}
