@@ -90,9 +90,9 @@ fn main() {
     let blocks = env_list("SIMDEX_BENCH_BLOCKS", &[1024, 256]);
     let k = 3;
     println!(
-        "| n | design | tables | B | compressed µs/query | queries/s | raw µs/query | compressed/raw | bits/fp/table | reader RAM | raw RAM |"
+        "| n | design | tables | B | compressed µs/query | queries/s | raw µs/query | compressed/raw | bits/fp/table | reader RAM | raw RAM | build s (M fp/s) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
         let mut s = n;
         let mut fps: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
@@ -114,7 +114,7 @@ fn main() {
             fps.iter().filter(|&&f| (f ^ q).count_ones() <= k).count()
         });
         println!(
-            "| {n} | linear popcount scan | - | - | {:.1} | {:.0} | - | - | 64 | - | {:.0} MiB |",
+            "| {n} | linear popcount scan | - | - | {:.1} | {:.0} | - | - | 64 | - | {:.0} MiB | - |",
             scan.as_secs_f64() * 1e6,
             1.0 / scan.as_secs_f64(),
             n as f64 * 8.0 / 1048576.0
@@ -148,7 +148,8 @@ fn main() {
                     mem_bytes: 4 << 30,
                     progress: false,
                 };
-                index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+                let built = index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+                let build_s = built.elapsed.as_secs_f64();
                 let idx = Index::open(&path).unwrap();
                 let st = idx.stats();
                 // Warm the page cache and the crc bitmaps once, then measure.
@@ -171,7 +172,7 @@ fn main() {
                     None => "- | -".into(),
                 };
                 println!(
-                    "| {n} | {} | {} | {b} | {:.2} | {:.0} | {raw_cols} | {:.2} | {:.1} MiB | {:.0} MiB |",
+                    "| {n} | {} | {} | {b} | {:.2} | {:.0} | {raw_cols} | {:.2} | {:.1} MiB | {:.0} MiB | {build_s:.2} ({:.1}) |",
                     if name == "auto" {
                         format!("auto ({}), {codec}", design.name())
                     } else {
@@ -183,6 +184,7 @@ fn main() {
                     st.bits_per_key_per_table,
                     st.memory_bytes as f64 / 1048576.0,
                     (st.keys * 8 * st.tables as u64) as f64 / 1048576.0,
+                    built.input as f64 / build_s / 1e6,
                 );
             }
         }
