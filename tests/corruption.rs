@@ -200,11 +200,8 @@ mod index_sweep {
         let tmp = tempfile::tempdir().unwrap();
         let good = tmp.path().join("good");
         let opts = BuildOptions {
-            k: 3,
             design: DesignChoice::Named("4".into()),
             block_size: Some(128),
-            mem_bytes: 1 << 30,
-            progress: false,
             ..Default::default()
         };
         index::build(&good, fps.iter().map(|&x| Ok(x)), &opts).unwrap();

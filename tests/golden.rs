@@ -146,11 +146,8 @@ fn golden_index_opens_answers_and_reproduces() {
     let vdir = dir().join("v1-index");
     let fps_path = dir().join("v1-index.fps");
     let opts = BuildOptions {
-        k: 3,
         design: DesignChoice::Named("4".into()),
         block_size: Some(128),
-        mem_bytes: 1 << 30,
-        progress: false,
         ..Default::default()
     };
     if std::env::var_os("SIMDEX_REGEN_VECTORS").is_some() {

@@ -356,7 +356,7 @@ impl Index {
             let p = &self.probers[i];
             let mut digest = 0u64;
             t.for_each_in(0, u64::MAX, |key| {
-                digest = digest.wrapping_add(mix(p.inverse.apply(key)));
+                digest = digest.wrapping_add(crate::sample::mix64(p.inverse.apply(key)));
                 true
             })?;
             match reference {
@@ -378,13 +378,6 @@ impl Index {
             keys_decoded: decoded,
         })
     }
-}
-
-/// A bijective 64-bit mixer (splitmix64's finalizer), for set digests.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

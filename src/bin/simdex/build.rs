@@ -20,6 +20,19 @@ pub struct Args {
     /// Index directory to create (must not exist).
     #[arg(long)]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Memory budget for sorting, e.g. 512M, 1G.
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub mem: u64,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// How an index is laid out: shared by `build` and `demo`.
+#[derive(clap::Args)]
+pub struct LayoutArgs {
     /// Largest query distance the index must answer exactly (0..=7).
     #[arg(long, default_value_t = 3)]
     pub k: u32,
@@ -33,28 +46,28 @@ pub struct Args {
     /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).
     #[arg(long, default_value = "h-delta")]
     pub codec: simdex::codec::Codec,
-    /// Memory budget for sorting, e.g. 512M, 1G.
-    #[arg(long, default_value = "1G", value_parser = parse_size)]
-    pub mem: u64,
-    /// No progress bar and no summary.
-    #[arg(long)]
-    pub quiet: bool,
+}
+
+impl LayoutArgs {
+    /// The build options these arguments ask for.
+    pub fn options(&self, mem_bytes: u64, progress: bool) -> Result<BuildOptions> {
+        Ok(BuildOptions {
+            k: self.k,
+            design: match self.design.as_str() {
+                "auto" => DesignChoice::Auto,
+                name => DesignChoice::Named(name.to_string()),
+            },
+            block_size: crate::util::parse_block_size(&self.block_size)?,
+            codec: self.codec,
+            mem_bytes,
+            progress,
+        })
+    }
 }
 
 /// Run.
 pub fn run(a: Args) -> Result<()> {
-    let design = match a.design.as_str() {
-        "auto" => DesignChoice::Auto,
-        name => DesignChoice::Named(name.to_string()),
-    };
-    let opts = BuildOptions {
-        k: a.k,
-        design,
-        block_size: crate::util::parse_block_size(&a.block_size)?,
-        codec: a.codec,
-        mem_bytes: a.mem,
-        progress: !a.quiet,
-    };
+    let opts = a.layout.options(a.mem, !a.quiet)?;
     let input = FingerprintReader::open(&a.input, a.format)?;
     let s = index::build(&a.out, input, &opts)?;
     if !a.quiet {

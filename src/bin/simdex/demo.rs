@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use simdex::index::{self, BuildOptions, DesignChoice};
+use simdex::index;
 use simdex::{Error, Index, Result};
 
 use crate::util::human_bytes;
@@ -14,19 +14,8 @@ pub struct Args {
     /// Number of random fingerprints.
     #[arg(long, default_value_t = 1_000_000)]
     n: u64,
-    /// Query distance.
-    #[arg(long, default_value_t = 3)]
-    k: u32,
-    /// Table design (auto, 20, 16, 10, 4, m<M>c<C>r<R>, m<M1>x<M2>).
-    #[arg(long, default_value = "auto")]
-    design: String,
-    /// Block size in bytes (power of two, 128..=65536), or auto: the smallest of 256..4096 whose
-    /// in-memory last-key arrays fit in 1 GiB (small blocks, fast queries; large at billions).
-    #[arg(long, default_value = "auto")]
-    block_size: String,
-    /// Codec of the tables: h-delta (the paper's, default) or gap.
-    #[arg(long, default_value = "h-delta")]
-    codec: simdex::codec::Codec,
+    #[command(flatten)]
+    layout: crate::build::LayoutArgs,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -38,7 +27,7 @@ pub struct Args {
 /// Run.
 pub fn run(a: Args) -> Result<()> {
     let planted = (a.n / 100).min(10_000);
-    let distances: Vec<u32> = (1..=a.k + 1).collect();
+    let distances: Vec<u32> = (1..=a.layout.k + 1).collect();
     let fps = simdex::sample::with_planted(a.n, planted, &distances, a.seed)?;
     crate::outln!(
         "generated {} fingerprints: {} random, {} planted near-duplicates at distances {:?}",
@@ -49,18 +38,7 @@ pub fn run(a: Args) -> Result<()> {
     )?;
     let tmp = tempfile::tempdir().map_err(|e| Error::io(None, "create temporary directory", e))?;
     let dir = a.keep.clone().unwrap_or_else(|| tmp.path().join("index"));
-    let opts = BuildOptions {
-        k: a.k,
-        design: if a.design == "auto" {
-            DesignChoice::Auto
-        } else {
-            DesignChoice::Named(a.design.clone())
-        },
-        block_size: crate::util::parse_block_size(&a.block_size)?,
-        codec: a.codec,
-        mem_bytes: 1 << 30,
-        progress: true,
-    };
+    let opts = a.layout.options(1 << 30, true)?;
     let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
     crate::outln!(
         "built {} in {:.2?}: design {} ({} tables, k = {}, block size {})",
@@ -88,7 +66,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut matches = 0usize;
     let mut with_dups = 0usize;
     for &q in &queries {
-        let m = idx.near(q, a.k)?;
+        let m = idx.near(q, a.layout.k)?;
         matches += m.len();
         with_dups += usize::from(m.iter().any(|m| m.distance > 0));
     }
@@ -97,15 +75,15 @@ pub fn run(a: Args) -> Result<()> {
         "queried {} fingerprints at k = {} on one thread: {:.1} µs per query ({:.0} queries/s); \
          {} matches, {} queries with a near-duplicate",
         queries.len(),
-        a.k,
+        a.layout.k,
         el.as_secs_f64() * 1e6 / queries.len().max(1) as f64,
         queries.len() as f64 / el.as_secs_f64(),
         matches,
         with_dups
     )?;
     if let Some(&q) = queries.first() {
-        crate::outln!("example: near({q:016x}, {}):", a.k)?;
-        for m in idx.near(q, a.k)? {
+        crate::outln!("example: near({q:016x}, {}):", a.layout.k)?;
+        for m in idx.near(q, a.layout.k)? {
             crate::outln!("  {:016x}  distance {}", m.fingerprint, m.distance)?;
         }
     }
