@@ -74,6 +74,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Another process (or another open `Store` in this one) holds a store's writer lock.
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// An earlier write or fsync failed; the store refuses further writes until reopened
+    /// (after a failed fsync the kernel may have dropped the dirty pages: retrying would lie).
+    Poisoned(String),
 }
 
 impl Error {
@@ -177,6 +185,17 @@ impl fmt::Display for Error {
                 location,
                 message,
             } => write!(f, "{}{location}: {message}", show_path(path)),
+            Error::Locked { path } => write!(
+                f,
+                "{}: the store is locked by another writer (one writing process at a time; \
+                 readers can use read-only access)",
+                path.display()
+            ),
+            Error::Poisoned(why) => write!(
+                f,
+                "the store refuses writes after an earlier failure ({why}); reopen it to \
+                 recover from its log"
+            ),
         }
     }
 }

@@ -59,12 +59,14 @@ pub mod index;
 pub mod input;
 pub mod permutation;
 pub mod sample;
+pub mod store;
 pub mod table;
 
 pub use design::Design;
 pub use error::{Error, Result};
 pub use index::{Index, Match};
 pub use permutation::Permutation;
+pub use store::{Store, StoreMatch, StoreOptions, SyncPolicy};
 pub use table::{Table, TableOptions};
 
 /// The README's examples, compiled and run as doctests so they stay true.

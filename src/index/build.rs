@@ -306,7 +306,7 @@ fn read_base(
     for fp in input {
         chunk.push(fp?);
         count += 1;
-        if count % (1 << 16) == 0 {
+        if count.is_multiple_of(1 << 16) {
             pb.set_position(count);
         }
         if chunk.len() == chunk_cap {

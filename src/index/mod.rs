@@ -251,7 +251,7 @@ impl Index {
         self.manifest.keys == 0
     }
 
-    fn check_k(&self, k: u32) -> Result<()> {
+    pub(crate) fn check_k(&self, k: u32) -> Result<()> {
         if k > self.design().k() {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} exceeds the index's design ({}, exact up to k = {}); rebuild with --k {k}",
@@ -264,7 +264,7 @@ impl Index {
 
     /// Visit every (fingerprint, distance) within `k` found by the probes, with repeats across
     /// tables; stop when `f` returns false.
-    fn scan(&self, fp: u64, k: u32, mut f: impl FnMut(Match) -> bool) -> Result<bool> {
+    pub(crate) fn scan(&self, fp: u64, k: u32, mut f: impl FnMut(Match) -> bool) -> Result<bool> {
         for (t, p) in self.tables.iter().zip(&self.probers) {
             let q = p.permutation.apply(fp);
             for &flip in &p.flips {
@@ -283,6 +283,32 @@ impl Index {
             }
         }
         Ok(true)
+    }
+
+    /// Probe an in-memory delta layer laid out like this index's tables (same design), calling
+    /// `f` for each fingerprint within `k` (with repeats across tables).
+    pub(crate) fn probe_layer(
+        &self,
+        layer: &crate::store::delta::Layer,
+        fp: u64,
+        k: u32,
+        mut f: impl FnMut(Match),
+    ) {
+        for (i, p) in self.probers.iter().enumerate() {
+            let q = p.permutation.apply(fp);
+            for &flip in &p.flips {
+                let (lo, hi) = p.range(q, flip);
+                for key in layer.permuted_range(i, lo, hi) {
+                    let d = (key ^ q).count_ones();
+                    if d <= k {
+                        f(Match {
+                            distance: d,
+                            fingerprint: p.inverse.apply(key),
+                        });
+                    }
+                }
+            }
+        }
     }
 
     /// Every stored fingerprint within Hamming distance `k` of `fp`, each once, ordered by

@@ -1,0 +1,141 @@
+//! The in-memory delta: writes since the last compaction, queried together with the tables.
+//!
+//! A store's contents are a set of (fingerprint, document id) pairs. A [`Layer`] holds the pairs
+//! inserted since its start and the ids deleted since its start; a deleted id hides that id's
+//! pairs in every *older* layer and in the compacted generation (pairs inserted later, in this or
+//! a newer layer, are not affected). For near-neighbour queries the layer keeps, per design
+//! table, its fingerprints sorted under that table's permutation, so a delta query probes the
+//! same prefixes as a table query instead of scanning the delta.
+//!
+//! Memory: about 60 bytes per pair plus 40 bytes per pair per table (B-tree entries); the store
+//! bounds the delta ([`super::StoreOptions::max_delta`]) and compacts when it is full.
+
+use std::collections::{BTreeSet, HashSet};
+
+use crate::permutation::Permutation;
+
+/// Writes since some point, applied in order.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// Pairs inserted (and not deleted since), by (fingerprint, id).
+    added: BTreeSet<(u64, u64)>,
+    /// The same pairs by (id, fingerprint), for deletes.
+    by_id: BTreeSet<(u64, u64)>,
+    /// Ids deleted in this layer: they hide older layers' and the generation's pairs.
+    deleted: HashSet<u64>,
+    /// Per table: the permuted fingerprints present in `added`.
+    permuted: Vec<BTreeSet<u64>>,
+    perms: Vec<Permutation>,
+    /// Operations applied (records of inserts and deletes), for the delta bound.
+    ops: u64,
+}
+
+impl Layer {
+    /// An empty layer for tables with these permutations.
+    pub fn new(perms: Vec<Permutation>) -> Layer {
+        Layer {
+            added: BTreeSet::new(),
+            by_id: BTreeSet::new(),
+            deleted: HashSet::new(),
+            permuted: vec![BTreeSet::new(); perms.len()],
+            perms,
+            ops: 0,
+        }
+    }
+
+    /// An empty layer with the same tables.
+    pub fn empty_like(&self) -> Layer {
+        Layer::new(self.perms.clone())
+    }
+
+    /// Add a pair.
+    pub fn insert(&mut self, fp: u64, id: u64) {
+        self.ops += 1;
+        if !self.added.insert((fp, id)) {
+            return;
+        }
+        self.by_id.insert((id, fp));
+        if self.ids_in_layer(fp).nth(1).is_none() {
+            for (set, p) in self.permuted.iter_mut().zip(&self.perms) {
+                set.insert(p.apply(fp));
+            }
+        }
+    }
+
+    /// Delete every pair with `id` (in this layer and, through `deleted`, below it).
+    pub fn delete(&mut self, id: u64) {
+        self.ops += 1;
+        let fps: Vec<u64> = self
+            .by_id
+            .range((id, 0)..=(id, u64::MAX))
+            .map(|&(_, fp)| fp)
+            .collect();
+        for fp in fps {
+            self.by_id.remove(&(id, fp));
+            self.added.remove(&(fp, id));
+            if self.ids_in_layer(fp).next().is_none() {
+                for (set, p) in self.permuted.iter_mut().zip(&self.perms) {
+                    set.remove(&p.apply(fp));
+                }
+            }
+        }
+        self.deleted.insert(id);
+    }
+
+    /// Ids this layer holds for `fp`, ascending.
+    pub fn ids_in_layer(&self, fp: u64) -> impl Iterator<Item = u64> + '_ {
+        self.added
+            .range((fp, 0)..=(fp, u64::MAX))
+            .map(|&(_, id)| id)
+    }
+
+    /// True if this layer deleted `id`.
+    pub fn deletes(&self, id: u64) -> bool {
+        self.deleted.contains(&id)
+    }
+
+    /// True if this layer deleted any id.
+    pub fn has_deletes(&self) -> bool {
+        !self.deleted.is_empty()
+    }
+
+    /// Permuted fingerprints of table `t` in `lo..=hi`.
+    pub fn permuted_range(&self, t: usize, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
+        self.permuted[t].range(lo..=hi).copied()
+    }
+
+    /// Pairs inserted, ascending.
+    pub fn pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.added.iter().copied()
+    }
+
+    /// Ids deleted.
+    pub fn deleted_ids(&self) -> &HashSet<u64> {
+        &self.deleted
+    }
+
+    /// Pairs held.
+    pub fn pair_count(&self) -> usize {
+        self.added.len()
+    }
+
+    /// Operations applied since the layer started.
+    pub fn ops(&self) -> u64 {
+        self.ops
+    }
+
+    /// True if nothing was written to this layer.
+    pub fn is_empty(&self) -> bool {
+        self.ops == 0
+    }
+
+    /// Apply `newer` on top of this layer (used when replaying several logs into one layer).
+    pub fn absorb(&mut self, newer: &Layer) {
+        for &id in &newer.deleted {
+            self.delete(id);
+        }
+        for (fp, id) in newer.pairs() {
+            self.insert(fp, id);
+        }
+    }
+}

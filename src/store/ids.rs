@@ -1,0 +1,626 @@
+//! The id map: every (fingerprint, document id) pair of a generation, stored once beside the
+//! tables (not once per table: t copies of the ids would multiply the footprint).
+//!
+//! Pairs are sorted by (fingerprint, id) and packed into fixed-size blocks of varint-coded
+//! deltas; an in-memory array of each block's first fingerprint selects which block(s) to decode,
+//! the same idea as the tables' last-key arrays. Layout in `format-spec/store.md`:
+//!
+//! ```text
+//! header (48 B) | block 0 | block 1 | ... | first fingerprints (8 B each) | crc32
+//! ```
+//!
+//! A block is `count u32 | used u32 | entries ... | zero padding | crc32`; an entry is
+//! `varint(fp - previous fp)` then `varint(id)` when the fingerprint changed (or it is the
+//! block's first entry) or `varint(id - previous id)` when it did not. A fingerprint's pairs may
+//! span blocks.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+use crate::table::format::crc_at;
+
+/// Magic bytes at the start of an id map.
+pub const IDS_MAGIC: [u8; 8] = *b"SIMDXIDS";
+/// Id map format version.
+pub const IDS_VERSION: u32 = 1;
+/// Header length in bytes.
+pub const IDS_HEADER_LEN: usize = 48;
+/// Block size the store writes.
+pub const IDS_BLOCK_SIZE: u32 = 4096;
+/// Per-block overhead: count, used length, crc.
+const BLOCK_OVERHEAD: usize = 12;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Decode a varint at `*pos`, advancing it; `None` when truncated or longer than 10 bytes.
+fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        if i == 9 && b > 1 {
+            return None;
+        }
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The id map header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IdsHeader {
+    block_size: u32,
+    pairs: u64,
+    fingerprints: u64,
+    blocks: u64,
+}
+
+impl IdsHeader {
+    fn encode(&self) -> [u8; IDS_HEADER_LEN] {
+        let mut b = [0u8; IDS_HEADER_LEN];
+        b[..8].copy_from_slice(&IDS_MAGIC);
+        LE::write_u32(&mut b[8..12], IDS_VERSION);
+        LE::write_u32(&mut b[12..16], self.block_size);
+        LE::write_u64(&mut b[16..24], self.pairs);
+        LE::write_u64(&mut b[24..32], self.fingerprints);
+        LE::write_u64(&mut b[32..40], self.blocks);
+        // 40..44 reserved, zero.
+        let crc = crc_at(0, &b[..44]);
+        LE::write_u32(&mut b[44..48], crc);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<IdsHeader> {
+        if b.len() < IDS_HEADER_LEN {
+            return Err(Error::corrupt(
+                "id map header",
+                0,
+                format!("at least {IDS_HEADER_LEN} bytes"),
+                format!("{} bytes", b.len()),
+            ));
+        }
+        if b[..8] != IDS_MAGIC {
+            return Err(Error::corrupt(
+                "id map magic",
+                0,
+                "SIMDXIDS",
+                format!("{:02x?}", &b[..8]),
+            ));
+        }
+        let crc = crc_at(0, &b[..44]);
+        let stored = LE::read_u32(&b[44..48]);
+        if crc != stored {
+            return Err(Error::corrupt(
+                "id map header crc32",
+                44,
+                format!("{crc:08x}"),
+                format!("{stored:08x}"),
+            ));
+        }
+        let version = LE::read_u32(&b[8..12]);
+        if version != IDS_VERSION {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "id map format version",
+                expected: IDS_VERSION.to_string(),
+                found: version.into(),
+            });
+        }
+        let h = IdsHeader {
+            block_size: LE::read_u32(&b[12..16]),
+            pairs: LE::read_u64(&b[16..24]),
+            fingerprints: LE::read_u64(&b[24..32]),
+            blocks: LE::read_u64(&b[32..40]),
+        };
+        if !(64..=1 << 20).contains(&h.block_size) || !h.block_size.is_power_of_two() {
+            return Err(Error::corrupt(
+                "id map block size",
+                12,
+                "a power of two in 64..=1048576",
+                h.block_size.to_string(),
+            ));
+        }
+        Ok(h)
+    }
+}
+
+/// Writes an id map from (fingerprint, id) pairs in strictly ascending order.
+pub struct IdsWriter<W: Write + Seek> {
+    w: W,
+    header: IdsHeader,
+    block: Vec<u8>,
+    block_count: u32,
+    first_fps: Vec<u64>,
+    prev: Option<(u64, u64)>,
+    /// Previous pair within the current block.
+    in_block: Option<(u64, u64)>,
+    entry: Vec<u8>,
+}
+
+impl<W: Write + Seek> IdsWriter<W> {
+    /// Start an id map with blocks of `block_size` bytes.
+    pub fn new(mut w: W, block_size: u32) -> Result<IdsWriter<W>> {
+        let header = IdsHeader {
+            block_size,
+            pairs: 0,
+            fingerprints: 0,
+            blocks: 0,
+        };
+        w.write_all(&header.encode())
+            .map_err(|e| Error::io(None, "write id map", e))?;
+        Ok(IdsWriter {
+            w,
+            header,
+            block: Vec::with_capacity(block_size as usize),
+            block_count: 0,
+            first_fps: Vec::new(),
+            prev: None,
+            in_block: None,
+            entry: Vec::with_capacity(20),
+        })
+    }
+
+    /// Add the next pair; pairs must be strictly ascending by (fingerprint, id).
+    pub fn add(&mut self, fp: u64, id: u64) -> Result<()> {
+        if let Some(p) = self.prev {
+            if (fp, id) <= p {
+                return Err(Error::InvalidArgument(format!(
+                    "id map pairs out of order: ({fp:016x}, {id}) after ({:016x}, {})",
+                    p.0, p.1
+                )));
+            }
+            if fp != p.0 {
+                self.header.fingerprints += 1;
+            }
+        } else {
+            self.header.fingerprints = 1;
+        }
+        self.prev = Some((fp, id));
+        self.header.pairs += 1;
+        self.entry.clear();
+        match self.in_block {
+            Some((pf, pi)) if pf == fp => {
+                put_varint(&mut self.entry, 0);
+                put_varint(&mut self.entry, id - pi);
+            }
+            Some((pf, _)) => {
+                put_varint(&mut self.entry, fp - pf);
+                put_varint(&mut self.entry, id);
+            }
+            None => {
+                put_varint(&mut self.entry, fp);
+                put_varint(&mut self.entry, id);
+            }
+        }
+        let cap = self.header.block_size as usize - BLOCK_OVERHEAD;
+        if self.in_block.is_some() && self.block.len() - 8 + self.entry.len() > cap {
+            self.flush_block()?;
+            // Re-encode as a block's first entry.
+            self.entry.clear();
+            put_varint(&mut self.entry, fp);
+            put_varint(&mut self.entry, id);
+        }
+        if self.in_block.is_none() {
+            self.block.clear();
+            self.block.extend_from_slice(&[0u8; 8]);
+            self.first_fps.push(fp);
+            self.block_count = 0;
+        }
+        self.block.extend_from_slice(&self.entry);
+        self.block_count += 1;
+        self.in_block = Some((fp, id));
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.in_block.is_none() {
+            return Ok(());
+        }
+        let bs = self.header.block_size as usize;
+        let offset = IDS_HEADER_LEN as u64 + self.header.blocks * bs as u64;
+        let used = (self.block.len() - 8) as u32;
+        LE::write_u32(&mut self.block[0..4], self.block_count);
+        LE::write_u32(&mut self.block[4..8], used);
+        self.block.resize(bs - 4, 0);
+        let crc = crc_at(offset, &self.block);
+        self.block.extend_from_slice(&crc.to_le_bytes());
+        self.w
+            .write_all(&self.block)
+            .map_err(|e| Error::io(None, "write id map", e))?;
+        self.header.blocks += 1;
+        self.in_block = None;
+        Ok(())
+    }
+
+    /// Write the last block, the first-fingerprint array and the header; return the writer and
+    /// the (pairs, distinct fingerprints) counts.
+    pub fn finish(mut self) -> Result<(W, u64, u64)> {
+        self.flush_block()?;
+        let io = |e| Error::io(None, "write id map", e);
+        let footer_offset =
+            IDS_HEADER_LEN as u64 + self.header.blocks * u64::from(self.header.block_size);
+        let mut footer = Vec::with_capacity(self.first_fps.len() * 8 + 4);
+        for fp in &self.first_fps {
+            footer.extend_from_slice(&fp.to_le_bytes());
+        }
+        let crc = crc_at(footer_offset, &footer);
+        footer.extend_from_slice(&crc.to_le_bytes());
+        self.w.write_all(&footer).map_err(io)?;
+        let end = footer_offset + footer.len() as u64;
+        self.w.seek(SeekFrom::Start(0)).map_err(io)?;
+        self.w.write_all(&self.header.encode()).map_err(io)?;
+        self.w.seek(SeekFrom::Start(end)).map_err(io)?;
+        self.w.flush().map_err(io)?;
+        Ok((self.w, self.header.pairs, self.header.fingerprints))
+    }
+}
+
+/// A read-only id map over any bytes (an mmap in production).
+#[derive(Debug)]
+pub struct IdMap<D> {
+    data: D,
+    header: IdsHeader,
+    first_fps: Vec<u64>,
+}
+
+impl IdMap<Mmap> {
+    /// Map the file at `path` and validate its header and first-fingerprint array.
+    pub fn open(path: &Path) -> Result<IdMap<Mmap>> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+        // SAFETY: the store never modifies a published id map (files are written once, renamed
+        // into place, and removed only when no reader holds them); another process truncating
+        // it underneath us is outside the store's contract, as for every mmap-based engine.
+        let map = unsafe { Mmap::map(&f) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
+        IdMap::from_bytes(map).map_err(|e| e.with_path(path))
+    }
+}
+
+impl<D: AsRef<[u8]>> IdMap<D> {
+    /// Validate `data` as an id map: header, file length, first-fingerprint array crc and order.
+    pub fn from_bytes(data: D) -> Result<IdMap<D>> {
+        let b = data.as_ref();
+        let header = IdsHeader::decode(b)?;
+        let bs = u64::from(header.block_size);
+        let expected = header
+            .blocks
+            .checked_mul(bs + 8)
+            .and_then(|x| x.checked_add(IDS_HEADER_LEN as u64 + 4));
+        if expected != Some(b.len() as u64) {
+            return Err(Error::corrupt(
+                "id map length",
+                0,
+                match expected {
+                    Some(e) => format!("{e} bytes for {} blocks", header.blocks),
+                    None => "a block count that fits".into(),
+                },
+                format!("{} bytes", b.len()),
+            ));
+        }
+        let foff = IDS_HEADER_LEN + (header.blocks * bs) as usize;
+        let footer = &b[foff..b.len() - 4];
+        let crc = crc_at(foff as u64, footer);
+        let stored = LE::read_u32(&b[b.len() - 4..]);
+        if crc != stored {
+            return Err(Error::corrupt(
+                "id map first-fingerprint array crc32",
+                (b.len() - 4) as u64,
+                format!("{crc:08x}"),
+                format!("{stored:08x}"),
+            ));
+        }
+        let first_fps: Vec<u64> = footer.chunks_exact(8).map(LE::read_u64).collect();
+        if first_fps.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::corrupt(
+                "id map first-fingerprint array",
+                foff as u64,
+                "ascending fingerprints",
+                "a descending pair",
+            ));
+        }
+        if (header.pairs == 0) != (header.blocks == 0) || header.fingerprints > header.pairs {
+            return Err(Error::corrupt(
+                "id map header counts",
+                16,
+                "consistent pair, fingerprint and block counts",
+                format!(
+                    "{} pairs, {} fingerprints, {} blocks",
+                    header.pairs, header.fingerprints, header.blocks
+                ),
+            ));
+        }
+        Ok(IdMap {
+            data,
+            header,
+            first_fps,
+        })
+    }
+
+    /// Number of (fingerprint, id) pairs.
+    pub fn pairs(&self) -> u64 {
+        self.header.pairs
+    }
+
+    /// Number of distinct fingerprints.
+    pub fn fingerprints(&self) -> u64 {
+        self.header.fingerprints
+    }
+
+    /// Bytes of the whole map.
+    pub fn byte_len(&self) -> u64 {
+        self.data.as_ref().len() as u64
+    }
+
+    /// Heap bytes held (the first-fingerprint array).
+    pub fn memory_bytes(&self) -> u64 {
+        self.first_fps.len() as u64 * 8
+    }
+
+    /// Decode block `i`, calling `f(fp, id)` for each pair; stop early when `f` returns false.
+    fn decode_block(&self, i: usize, mut f: impl FnMut(u64, u64) -> bool) -> Result<bool> {
+        let bs = self.header.block_size as usize;
+        let off = IDS_HEADER_LEN + i * bs;
+        let blk = &self.data.as_ref()[off..off + bs];
+        let crc = crc_at(off as u64, &blk[..bs - 4]);
+        let stored = LE::read_u32(&blk[bs - 4..]);
+        if crc != stored {
+            return Err(Error::corrupt(
+                format!("id map block {i} crc32"),
+                (off + bs - 4) as u64,
+                format!("{crc:08x}"),
+                format!("{stored:08x}"),
+            ));
+        }
+        let bad = |what: &str| {
+            Error::corrupt(
+                format!("id map block {i}"),
+                off as u64,
+                "a valid entry stream",
+                what.to_string(),
+            )
+        };
+        let count = LE::read_u32(&blk[0..4]);
+        let used = LE::read_u32(&blk[4..8]) as usize;
+        if count == 0 || used > bs - BLOCK_OVERHEAD {
+            return Err(bad("a bad count or used length"));
+        }
+        let stream = &blk[8..8 + used];
+        let mut pos = 0usize;
+        let (mut fp, mut id) = (0u64, 0u64);
+        for n in 0..count {
+            let d = get_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
+            let v = get_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
+            if n == 0 {
+                fp = d;
+                id = v;
+                if fp != self.first_fps[i] {
+                    return Err(bad("a first fingerprint unlike the array's"));
+                }
+            } else if d == 0 {
+                if v == 0 {
+                    return Err(bad("a repeated pair"));
+                }
+                id = id.checked_add(v).ok_or_else(|| bad("an id overflow"))?;
+            } else {
+                fp = fp
+                    .checked_add(d)
+                    .ok_or_else(|| bad("a fingerprint overflow"))?;
+                id = v;
+            }
+            if !f(fp, id) {
+                return Ok(false);
+            }
+        }
+        if pos != used {
+            return Err(bad("bytes after the last entry"));
+        }
+        if i + 1 < self.first_fps.len() && self.first_fps[i + 1] < fp {
+            return Err(bad("a last fingerprint above the next block's first"));
+        }
+        Ok(true)
+    }
+
+    /// Every id stored with `fp`, ascending.
+    pub fn ids_of(&self, fp: u64) -> Result<Vec<u64>> {
+        let mut out = Vec::new();
+        // The first block that may hold fp is the last one starting below it (fp's pairs may
+        // begin at its end) or the first one starting at it.
+        let j = self.first_fps.partition_point(|&f| f < fp);
+        let mut i = j.saturating_sub(1);
+        while i < self.first_fps.len() && self.first_fps[i] <= fp {
+            let mut past = false;
+            self.decode_block(i, |f, id| {
+                if f == fp {
+                    out.push(id);
+                }
+                past = f > fp;
+                !past
+            })?;
+            if past {
+                break;
+            }
+            i += 1;
+        }
+        Ok(out)
+    }
+
+    /// Every pair in order, decoding one block at a time.
+    pub fn iter(&self) -> IdIter<'_, D> {
+        IdIter {
+            map: self,
+            block: 0,
+            buf: Vec::new(),
+            pos: 0,
+            failed: false,
+        }
+    }
+
+    /// Decode every block and check order and counts against the header.
+    pub fn verify(&self) -> Result<()> {
+        let (mut pairs, mut fps) = (0u64, 0u64);
+        let mut prev: Option<(u64, u64)> = None;
+        for p in self.iter() {
+            let p = p?;
+            if let Some(q) = prev
+                && p <= q
+            {
+                return Err(Error::corrupt(
+                    "id map order",
+                    0,
+                    "strictly ascending pairs",
+                    format!("({:016x}, {}) after ({:016x}, {})", p.0, p.1, q.0, q.1),
+                ));
+            }
+            if prev.is_none_or(|q| q.0 != p.0) {
+                fps += 1;
+            }
+            prev = Some(p);
+            pairs += 1;
+        }
+        if pairs != self.header.pairs || fps != self.header.fingerprints {
+            return Err(Error::corrupt(
+                "id map counts",
+                16,
+                format!(
+                    "{} pairs, {} fingerprints (header)",
+                    self.header.pairs, self.header.fingerprints
+                ),
+                format!("{pairs} pairs, {fps} fingerprints"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over an id map's pairs (see [`IdMap::iter`]).
+pub struct IdIter<'m, D> {
+    map: &'m IdMap<D>,
+    block: usize,
+    buf: Vec<(u64, u64)>,
+    pos: usize,
+    failed: bool,
+}
+
+impl<D: AsRef<[u8]>> Iterator for IdIter<'_, D> {
+    type Item = Result<(u64, u64)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.pos == self.buf.len() {
+            if self.failed || self.block >= self.map.first_fps.len() {
+                return None;
+            }
+            self.buf.clear();
+            self.pos = 0;
+            let buf = &mut self.buf;
+            let r = self.map.decode_block(self.block, |f, id| {
+                buf.push((f, id));
+                true
+            });
+            self.block += 1;
+            if let Err(e) = r {
+                self.failed = true;
+                return Some(Err(e));
+            }
+        }
+        self.pos += 1;
+        Some(Ok(self.buf[self.pos - 1]))
+    }
+}
+
+/// Build an id map in memory from ascending pairs (tests, small maps).
+pub fn build_bytes(pairs: &[(u64, u64)], block_size: u32) -> Result<Vec<u8>> {
+    let mut w = IdsWriter::new(std::io::Cursor::new(Vec::new()), block_size)?;
+    for &(f, i) in pairs {
+        w.add(f, i)?;
+    }
+    Ok(w.finish()?.0.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overlong() {
+        for v in [0u64, 1, 127, 128, 300, u64::MAX >> 1, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut pos = 0;
+            assert_eq!(get_varint(&b, &mut pos), Some(v));
+            assert_eq!(pos, b.len());
+        }
+        let mut pos = 0;
+        assert_eq!(get_varint(&[0xff; 11], &mut pos), None);
+        let mut pos = 0;
+        assert_eq!(get_varint(&[0x80], &mut pos), None);
+    }
+
+    #[test]
+    fn pairs_round_trip_across_blocks_and_lookups_find_spanning_fingerprints() {
+        let mut pairs = Vec::new();
+        let mut s = 7u64;
+        for i in 0..3000u64 {
+            let fp = crate::sample::splitmix64(&mut s) >> (i % 3 * 20);
+            for j in 0..(i % 4) {
+                pairs.push((fp, j * 1000 + i));
+            }
+        }
+        // One fingerprint with enough ids to span several 64-byte blocks, plus 0 and MAX.
+        for id in 0..100 {
+            pairs.push((42, id));
+        }
+        pairs.push((0, 0));
+        pairs.push((u64::MAX, u64::MAX));
+        pairs.sort_unstable();
+        pairs.dedup();
+        for bs in [64u32, 4096] {
+            let bytes = build_bytes(&pairs, bs).unwrap();
+            let m = IdMap::from_bytes(bytes).unwrap();
+            m.verify().unwrap();
+            assert_eq!(m.pairs(), pairs.len() as u64);
+            let got: Vec<_> = m.iter().map(|p| p.unwrap()).collect();
+            assert_eq!(got, pairs);
+            for &(fp, _) in pairs.iter().step_by(7).chain(&[(42, 0), (0, 0)]) {
+                let want: Vec<u64> = pairs.iter().filter(|p| p.0 == fp).map(|p| p.1).collect();
+                assert_eq!(m.ids_of(fp).unwrap(), want, "fp {fp:x} bs {bs}");
+            }
+            assert!(m.ids_of(43).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn empty_map_and_out_of_order_input() {
+        let m = IdMap::from_bytes(build_bytes(&[], 4096).unwrap()).unwrap();
+        assert_eq!(m.pairs(), 0);
+        assert!(m.ids_of(5).unwrap().is_empty());
+        assert!(build_bytes(&[(2, 1), (1, 1)], 4096).is_err());
+        assert!(build_bytes(&[(2, 1), (2, 1)], 4096).is_err());
+    }
+
+    #[test]
+    fn every_byte_flip_and_truncation_is_caught() {
+        let pairs: Vec<(u64, u64)> = (0..200u64).map(|i| (i * 977 + (i % 3), i)).collect();
+        let good = build_bytes(&pairs, 256).unwrap();
+        for n in 0..good.len() {
+            assert!(IdMap::from_bytes(&good[..n]).is_err(), "truncated to {n}");
+        }
+        for i in 0..good.len() {
+            let mut b = good.clone();
+            b[i] ^= 0x41;
+            let outcome = IdMap::from_bytes(&b[..]).and_then(|m| m.verify());
+            assert!(outcome.is_err(), "flip at {i} went unnoticed");
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! The write-ahead log: every acknowledged write, in order, as crc32-framed records
+//! (`format-spec/store.md`).
+//!
+//! ```text
+//! file header (32 B): "SIMDXWAL" | version u32 | reserved u32 | log number u64 | reserved u32 | crc32
+//! record:             length u32 | type u8 | 3 zero bytes | payload crc32 | header crc32 | payload
+//! ```
+//!
+//! The record header has its own crc so that a record's length can be trusted before its payload
+//! is read: a torn tail (a record cut short or never fully written by a crash) is then told apart
+//! from corruption in the middle of the log, which is an error naming the offset. Every crc is
+//! salted with the structure's file offset, so a record copied to another position is not valid.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use crate::error::{Error, Result};
+use crate::table::format::crc_at;
+
+/// Magic bytes at the start of a log file.
+pub const WAL_MAGIC: [u8; 8] = *b"SIMDXWAL";
+/// Log format version.
+pub const WAL_VERSION: u32 = 1;
+/// File header length.
+pub const WAL_HEADER_LEN: usize = 32;
+/// Record header length.
+pub const RECORD_HEADER_LEN: usize = 16;
+/// Largest payload a record may carry (64 MiB: 4 Mi pairs); bigger writes are split.
+pub const MAX_PAYLOAD: usize = 64 << 20;
+
+/// Record type: insert (fingerprint, id) pairs.
+pub const REC_INSERT: u8 = 1;
+/// Record type: delete every pair of some ids.
+pub const REC_DELETE: u8 = 2;
+
+/// One logged write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// Pairs inserted by one call.
+    Insert(Vec<(u64, u64)>),
+    /// Ids deleted by one call.
+    Delete(Vec<u64>),
+}
+
+impl Record {
+    fn encode_payload(&self, out: &mut Vec<u8>) -> u8 {
+        match self {
+            Record::Insert(pairs) => {
+                out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+                for &(fp, id) in pairs {
+                    out.extend_from_slice(&fp.to_le_bytes());
+                    out.extend_from_slice(&id.to_le_bytes());
+                }
+                REC_INSERT
+            }
+            Record::Delete(ids) => {
+                out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+                for &id in ids {
+                    out.extend_from_slice(&id.to_le_bytes());
+                }
+                REC_DELETE
+            }
+        }
+    }
+
+    fn decode_payload(kind: u8, p: &[u8], offset: u64) -> Result<Record> {
+        let bad = |what: String| {
+            Error::corrupt(
+                "log record payload",
+                offset,
+                "a count matching the payload length",
+                what,
+            )
+        };
+        if p.len() < 4 {
+            return Err(bad(format!("{} bytes", p.len())));
+        }
+        let n = LE::read_u32(&p[..4]) as usize;
+        let body = &p[4..];
+        match kind {
+            REC_INSERT if body.len() == n * 16 => Ok(Record::Insert(
+                body.chunks_exact(16)
+                    .map(|c| (LE::read_u64(&c[..8]), LE::read_u64(&c[8..])))
+                    .collect(),
+            )),
+            REC_DELETE if body.len() == n * 8 => Ok(Record::Delete(
+                body.chunks_exact(8).map(LE::read_u64).collect(),
+            )),
+            REC_INSERT | REC_DELETE => Err(bad(format!("count {n} in {} bytes", p.len()))),
+            other => Err(Error::Unsupported {
+                path: None,
+                what: "log record type",
+                expected: "1 (insert) or 2 (delete)".into(),
+                found: other.into(),
+            }),
+        }
+    }
+}
+
+/// Frame one record written at file offset `offset`.
+pub fn encode_record(rec: &Record, offset: u64) -> Vec<u8> {
+    let mut out = vec![0u8; RECORD_HEADER_LEN];
+    let kind = rec.encode_payload(&mut out);
+    let len = (out.len() - RECORD_HEADER_LEN) as u32;
+    let pcrc = crc_at(offset + RECORD_HEADER_LEN as u64, &out[RECORD_HEADER_LEN..]);
+    LE::write_u32(&mut out[0..4], len);
+    out[4] = kind;
+    LE::write_u32(&mut out[8..12], pcrc);
+    let hcrc = crc_at(offset, &out[..12]);
+    LE::write_u32(&mut out[12..16], hcrc);
+    out
+}
+
+fn encode_header(number: u64) -> [u8; WAL_HEADER_LEN] {
+    let mut b = [0u8; WAL_HEADER_LEN];
+    b[..8].copy_from_slice(&WAL_MAGIC);
+    LE::write_u32(&mut b[8..12], WAL_VERSION);
+    LE::write_u64(&mut b[16..24], number);
+    let crc = crc_at(0, &b[..28]);
+    LE::write_u32(&mut b[28..32], crc);
+    b
+}
+
+/// A record header whose own crc holds: (payload length, type, payload crc).
+fn valid_header(bytes: &[u8], offset: u64) -> Option<(usize, u8, u32)> {
+    let h = bytes.get(..RECORD_HEADER_LEN)?;
+    if crc_at(offset, &h[..12]) != LE::read_u32(&h[12..16]) || h[5..8] != [0, 0, 0] {
+        return None;
+    }
+    let len = LE::read_u32(&h[..4]) as usize;
+    (len <= MAX_PAYLOAD + 4).then_some((len, h[4], LE::read_u32(&h[8..12])))
+}
+
+/// What reading a log found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogContents {
+    /// The records, in order.
+    pub records: Vec<Record>,
+    /// Length of the valid prefix (header plus whole records).
+    pub valid_len: u64,
+    /// Bytes after the valid prefix that form a torn tail (0 if none).
+    pub torn_bytes: u64,
+}
+
+/// Parse a whole log file's bytes.
+///
+/// A record that fails its checks is a *torn tail* when no valid record follows it anywhere in
+/// the rest of the file: the crash cut the last write(s) short, and those bytes are reported
+/// (and, by a writer, truncated). A bad record followed by a valid one is corruption in the
+/// middle of the log: an error naming its offset, because dropping the records after it would
+/// silently lose acknowledged writes.
+pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
+    if bytes.len() < WAL_HEADER_LEN {
+        // A crash between creating the file and writing its header: nothing was logged yet.
+        return Ok(LogContents {
+            records: Vec::new(),
+            valid_len: 0,
+            torn_bytes: bytes.len() as u64,
+        });
+    }
+    let h = &bytes[..WAL_HEADER_LEN];
+    if h[..8] != WAL_MAGIC {
+        return Err(Error::corrupt(
+            "log magic",
+            0,
+            "SIMDXWAL",
+            format!("{:02x?}", &h[..8]),
+        ));
+    }
+    let crc = crc_at(0, &h[..28]);
+    if crc != LE::read_u32(&h[28..32]) {
+        return Err(Error::corrupt(
+            "log header crc32",
+            28,
+            format!("{crc:08x}"),
+            format!("{:08x}", LE::read_u32(&h[28..32])),
+        ));
+    }
+    let version = LE::read_u32(&h[8..12]);
+    if version != WAL_VERSION {
+        return Err(Error::Unsupported {
+            path: None,
+            what: "log format version",
+            expected: WAL_VERSION.to_string(),
+            found: version.into(),
+        });
+    }
+    let found = LE::read_u64(&h[16..24]);
+    if found != number {
+        return Err(Error::corrupt(
+            "log number",
+            16,
+            number.to_string(),
+            found.to_string(),
+        ));
+    }
+    let mut records = Vec::new();
+    let mut off = WAL_HEADER_LEN;
+    while off < bytes.len() {
+        match record_at(bytes, off) {
+            Some((rec_len, kind)) => {
+                let start = off + RECORD_HEADER_LEN;
+                let rec =
+                    Record::decode_payload(kind, &bytes[start..start + rec_len], start as u64)?;
+                records.push(rec);
+                off = start + rec_len;
+            }
+            None => {
+                // Torn tail or corruption? Look for any valid record after this point.
+                if let Some(next) = (off + 1..bytes.len()).find(|&p| record_at(bytes, p).is_some())
+                {
+                    return Err(Error::corrupt(
+                        "log record",
+                        off as u64,
+                        "a valid record (header crc, payload crc and length)",
+                        format!(
+                            "damaged bytes followed by a valid record at offset {next}; \
+                             the log is corrupt in the middle, not torn at the end"
+                        ),
+                    ));
+                }
+                return Ok(LogContents {
+                    records,
+                    valid_len: off as u64,
+                    torn_bytes: (bytes.len() - off) as u64,
+                });
+            }
+        }
+    }
+    Ok(LogContents {
+        records,
+        valid_len: off as u64,
+        torn_bytes: 0,
+    })
+}
+
+/// A whole valid record at `off`: (payload length, type).
+fn record_at(bytes: &[u8], off: usize) -> Option<(usize, u8)> {
+    let (len, kind, pcrc) = valid_header(&bytes[off..], off as u64)?;
+    let start = off + RECORD_HEADER_LEN;
+    let payload = bytes.get(start..start.checked_add(len)?)?;
+    (crc_at(start as u64, payload) == pcrc).then_some((len, kind))
+}
+
+/// File name of log `number`.
+pub fn file_name(number: u64) -> String {
+    format!("wal-{number:06}.log")
+}
+
+/// An open log being appended to.
+#[derive(Debug)]
+pub struct LogWriter {
+    path: PathBuf,
+    file: File,
+    number: u64,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl LogWriter {
+    /// Create log `number` in `dir` (which must not hold it yet), header written and synced.
+    pub fn create(dir: &Path, number: u64) -> Result<LogWriter> {
+        let path = dir.join(file_name(number));
+        let io = |op| {
+            let p = path.clone();
+            move |e| Error::io(p, op, e)
+        };
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io("create log"))?;
+        file.write_all(&encode_header(number))
+            .map_err(io("write log header"))?;
+        file.sync_all().map_err(io("fsync"))?;
+        crate::atomic::sync_dir(dir)?;
+        Ok(LogWriter {
+            path,
+            file,
+            number,
+            len: WAL_HEADER_LEN as u64,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Reopen an existing log for appending after its valid prefix of `valid_len` bytes
+    /// (a torn tail beyond it is truncated and the truncation synced).
+    pub fn reopen(dir: &Path, number: u64, valid_len: u64) -> Result<LogWriter> {
+        let path = dir.join(file_name(number));
+        if valid_len < WAL_HEADER_LEN as u64 {
+            // Not even a whole header: start the file over.
+            std::fs::remove_file(&path).map_err(|e| Error::io(path.clone(), "remove", e))?;
+            return LogWriter::create(dir, number);
+        }
+        // O_APPEND: every write goes to the end, which set_len just placed at the valid prefix.
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io(path.clone(), "open log", e))?;
+        file.set_len(valid_len)
+            .and_then(|_| file.sync_all())
+            .map_err(|e| Error::io(path.clone(), "truncate torn log tail", e))?;
+        Ok(LogWriter {
+            path,
+            file,
+            number,
+            len: valid_len,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Append one record with a single write(2); returns the log length after it.
+    ///
+    /// On error the file may hold part of the record; the caller must stop using this log
+    /// (the store poisons itself), and recovery will treat the part as a torn tail.
+    pub fn append(&mut self, rec: &Record) -> Result<u64> {
+        self.buf = encode_record(rec, self.len);
+        self.file
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(self.path.clone(), "append to log", e))?;
+        self.len += self.buf.len() as u64;
+        Ok(self.len)
+    }
+
+    /// fdatasync the log.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(self.path.clone(), "fsync log", e))
+    }
+
+    /// A second handle to the file, for syncing without holding the writer.
+    pub fn try_clone_file(&self) -> Result<File> {
+        self.file
+            .try_clone()
+            .map_err(|e| Error::io(self.path.clone(), "dup log handle", e))
+    }
+
+    /// The log's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when only the header is written.
+    pub fn is_empty(&self) -> bool {
+        self.len == WAL_HEADER_LEN as u64
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_bytes(recs: &[Record]) -> Vec<u8> {
+        let mut b = encode_header(3).to_vec();
+        for r in recs {
+            let e = encode_record(r, b.len() as u64);
+            b.extend_from_slice(&e);
+        }
+        b
+    }
+
+    fn sample() -> Vec<Record> {
+        vec![
+            Record::Insert(vec![(1, 2), (u64::MAX, 0)]),
+            Record::Delete(vec![7]),
+            Record::Insert(vec![(5, 5)]),
+            Record::Delete(vec![]),
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        let b = log_bytes(&sample());
+        let c = parse(&b, 3).unwrap();
+        assert_eq!(c.records, sample());
+        assert_eq!(c.valid_len, b.len() as u64);
+        assert_eq!(c.torn_bytes, 0);
+        assert!(parse(&b, 4).is_err(), "wrong log number accepted");
+    }
+
+    #[test]
+    fn every_truncation_is_a_torn_tail_keeping_whole_records() {
+        let recs = sample();
+        let b = log_bytes(&recs);
+        let mut ends = vec![WAL_HEADER_LEN];
+        for r in &recs {
+            let last = *ends.last().unwrap();
+            ends.push(last + encode_record(r, last as u64).len());
+        }
+        for n in 0..=b.len() {
+            let c = parse(&b[..n], 3).unwrap();
+            let whole = ends.iter().filter(|&&e| e <= n).count().saturating_sub(1);
+            assert_eq!(c.records, recs[..whole], "cut at {n}");
+            assert_eq!(c.valid_len + c.torn_bytes, n as u64);
+        }
+    }
+
+    #[test]
+    fn damage_in_the_last_record_is_torn_but_in_the_middle_is_an_error() {
+        let recs = sample();
+        let b = log_bytes(&recs);
+        let last_start = b.len() - encode_record(&recs[3], 0).len();
+        for i in WAL_HEADER_LEN..b.len() {
+            let mut d = b.clone();
+            d[i] ^= 0x10;
+            let r = parse(&d, 3);
+            if i >= last_start {
+                let c = r.unwrap();
+                assert_eq!(c.records, recs[..3], "flip at {i}");
+                assert_eq!(c.valid_len, last_start as u64);
+            } else {
+                let e = r.unwrap_err();
+                assert!(e.is_corruption(), "flip at {i}: {e}");
+            }
+        }
+        // Zeros after the last record (a file extended but never written) are a torn tail.
+        let mut z = b.clone();
+        z.extend_from_slice(&[0u8; 100]);
+        assert_eq!(parse(&z, 3).unwrap().torn_bytes, 100);
+    }
+}
