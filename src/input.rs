@@ -185,6 +185,117 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<u64>> {
     FingerprintReader::new(src, None, format).collect()
 }
 
+/// Non-blank lines of a text source, numbered, with located parse errors.
+struct Lines {
+    src: Box<dyn BufRead + Send>,
+    path: Option<PathBuf>,
+    line_no: u64,
+    buf: String,
+    done: bool,
+}
+
+impl Lines {
+    fn open(path: &Path) -> Result<Lines> {
+        let mut r = FingerprintReader::open(path, Format::Hex)?;
+        let src = std::mem::replace(&mut r.src, Box::new(io::empty()));
+        Ok(Lines {
+            src,
+            path: r.path.take(),
+            line_no: 0,
+            buf: String::new(),
+            done: false,
+        })
+    }
+
+    /// The next non-blank line parsed by `parse`; errors name the file and line.
+    fn next_with<T>(
+        &mut self,
+        parse: impl Fn(&str) -> std::result::Result<T, String>,
+    ) -> Option<Result<T>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            self.buf.clear();
+            match self.src.read_line(&mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(Error::Io {
+                        path: self.path.clone(),
+                        op: "read",
+                        source: e,
+                    }));
+                }
+            }
+            self.line_no += 1;
+            if self.buf.trim().is_empty() {
+                continue;
+            }
+            let r = parse(self.buf.trim()).map_err(|message| Error::Parse {
+                path: self.path.clone(),
+                location: format!("line {}", self.line_no),
+                message,
+            });
+            self.done = r.is_err();
+            return Some(r);
+        }
+    }
+}
+
+fn parse_id(s: &str) -> std::result::Result<u64, String> {
+    s.parse::<u64>().map_err(|_| {
+        format!("{s:?} is not a document id (a decimal integer in 0..=18446744073709551615)")
+    })
+}
+
+/// Streams `FINGERPRINT_HEX ID` pairs, one per line (whitespace between, id decimal; blank lines
+/// skipped): the input of `simdex insert`.
+pub struct PairReader(Lines);
+
+impl PairReader {
+    /// Read `path` (`-` is stdin).
+    pub fn open(path: &Path) -> Result<PairReader> {
+        Ok(PairReader(Lines::open(path)?))
+    }
+}
+
+impl Iterator for PairReader {
+    type Item = Result<(u64, u64)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_with(|line| {
+            let mut it = line.split_whitespace();
+            let (Some(fp), Some(id), None) = (it.next(), it.next(), it.next()) else {
+                return Err(format!(
+                    "expected \"FINGERPRINT_HEX ID\" (two fields), found {line:?}"
+                ));
+            };
+            Ok((parse_hex(fp)?, parse_id(id)?))
+        })
+    }
+}
+
+/// Streams decimal document ids, one per line: the input of `simdex delete`.
+pub struct IdReader(Lines);
+
+impl IdReader {
+    /// Read `path` (`-` is stdin).
+    pub fn open(path: &Path) -> Result<IdReader> {
+        Ok(IdReader(Lines::open(path)?))
+    }
+}
+
+impl Iterator for IdReader {
+    type Item = Result<u64>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_with(parse_id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -585,3 +585,121 @@ fn a_build_killed_at_any_moment_leaves_no_index_or_a_whole_one() {
         outcomes.0, outcomes.1
     );
 }
+
+#[test]
+fn store_insert_query_delete_compact_merge_rebuild() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // Two documents share a fingerprint; a third is 2 bits away; a fourth is far.
+    let a = 0x1234_5678_9abc_def0u64;
+    let pairs = format!(
+        "{a:016x} 1\n{a:016x} 2\n\n{:016x} 3\n{:016x} 4\n",
+        a ^ 0b11,
+        !a
+    );
+    let o = simdex(
+        &["insert", "s", "--design", "4", "--quiet"],
+        Some(pairs.as_bytes()),
+        p,
+    );
+    ok(&o);
+    let q = format!("{a:016x}\n");
+    let out = ok(&simdex(&["query", "s", "--k", "3"], Some(q.as_bytes()), p));
+    assert_eq!(
+        out,
+        format!(
+            "{a:016x}\t{a:016x}\t0\t1,2\n{a:016x}\t{:016x}\t2\t3\n",
+            a ^ 0b11
+        )
+    );
+    ok(&simdex(&["delete", "s", "--quiet"], Some(b"1\n3\n"), p));
+    let out = ok(&simdex(&["query", "s"], Some(q.as_bytes()), p));
+    assert_eq!(out, format!("{a:016x}\t{a:016x}\t0\t2\n"));
+    let c = simdex(&["compact", "s"], None, p);
+    ok(&c);
+    assert!(String::from_utf8_lossy(&c.stderr).contains("generation 1"));
+    assert!(ok(&simdex(&["verify", "s"], None, p)).starts_with("ok: generation 1"));
+    let stats = ok(&simdex(&["stats", "s", "--json"], None, p));
+    assert!(stats.contains("\"pairs\":2"), "{stats}");
+    // A second store, merged.
+    let more = format!("{:016x} 9\n", a ^ 0b100);
+    ok(&simdex(
+        &["insert", "t", "--design", "4", "--quiet"],
+        Some(more.as_bytes()),
+        p,
+    ));
+    ok(&simdex(
+        &["merge", "s", "t", "--out", "m", "--quiet"],
+        None,
+        p,
+    ));
+    let out = ok(&simdex(&["query", "m", "--k", "1"], Some(q.as_bytes()), p));
+    assert_eq!(
+        out,
+        format!(
+            "{a:016x}\t{a:016x}\t0\t2\n{a:016x}\t{:016x}\t1\t9\n",
+            a ^ 0b100
+        )
+    );
+    ok(&simdex(
+        &[
+            "rebuild", "m", "--design", "10", "--codec", "gap", "--quiet",
+        ],
+        None,
+        p,
+    ));
+    let out2 = ok(&simdex(&["query", "m", "--k", "1"], Some(q.as_bytes()), p));
+    assert_eq!(out2, out);
+    ok(&simdex(&["verify", "m"], None, p));
+}
+
+#[test]
+fn store_commands_reject_bad_input_with_located_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &["insert", "s", "--design", "4", "--quiet"],
+        Some(b""),
+        p,
+    ));
+    fails(
+        &simdex(&["insert", "s"], Some(b"0000000000000001 7\nxyz 8\n"), p),
+        "line 2",
+    );
+    fails(
+        &simdex(&["insert", "s"], Some(b"0000000000000001\n"), p),
+        "two fields",
+    );
+    fails(
+        &simdex(&["insert", "s"], Some(b"0000000000000001 -4\n"), p),
+        "not a document id",
+    );
+    fails(&simdex(&["delete", "s"], Some(b"1\nnope\n"), p), "line 2");
+    fails(
+        &simdex(&["insert", "s", "--sync", "sometimes"], Some(b""), p),
+        "group:",
+    );
+    fails(
+        &simdex(&["compact", "missing"], None, p),
+        "not a simdex store",
+    );
+    fails(
+        &simdex(&["query", "s", "--k", "4"], Some(b"0000000000000001\n"), p),
+        "k = 4",
+    );
+    // A plain index is not a store; inserting into it is refused without touching it.
+    ok(&simdex(
+        &["build", "--input", "-", "--out", "idx", "--quiet"],
+        Some(b"0000000000000001\n"),
+        p,
+    ));
+    fails(
+        &simdex(&["insert", "idx"], Some(b"0000000000000001 1\n"), p),
+        "not a store",
+    );
+    fails(
+        &simdex(&["merge", "s", "idx", "--out", "m"], None, p),
+        "not a simdex store",
+    );
+    assert!(!p.join("m").exists());
+}

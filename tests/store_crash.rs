@@ -84,7 +84,12 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
     )
     .unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child_workload", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "crash_child_workload",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("SIMDEX_CRASH_DIR", &dir)
         .env("SIMDEX_CRASH_SYNC", sync)
         .stdout(Stdio::piped())
@@ -111,7 +116,11 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
     store.verify().unwrap();
     let pairs: BTreeSet<(u64, u64)> = store.pairs().unwrap().into_iter().collect();
     let next = inserted.last().map_or(0, |i| i + 1);
-    assert_eq!(inserted.len() as u64, next, "trial {t}: acknowledgements lost in the pipe");
+    assert_eq!(
+        inserted.len() as u64,
+        next,
+        "trial {t}: acknowledgements lost in the pipe"
+    );
     let mut want = BTreeSet::new();
     for &i in &inserted {
         if !deleted.contains(&i) {
@@ -132,8 +141,8 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
         w2.extend(in_flight_insert.iter().copied());
         ok = pairs == w2;
     }
-    if !ok {
-        if let Some(d) = pending_delete {
+    if !ok && let Some(d) = pending_delete {
+        {
             let w3: BTreeSet<_> = want
                 .iter()
                 .copied()

@@ -94,7 +94,8 @@ pub struct BuildSummary {
 /// Smallest memory budget accepted (below this, runs get silly).
 pub const MIN_MEM: u64 = 1 << 20;
 
-pub(crate) fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
+/// A progress bar on stderr, hidden unless `show` and stderr is a terminal.
+pub fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
     let target = if show && std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {

@@ -11,7 +11,7 @@ use crate::util::human_bytes;
 /// Arguments of `simdex stats`.
 #[derive(clap::Args)]
 pub struct StatsArgs {
-    /// Index directory.
+    /// Index or store directory.
     pub dir: PathBuf,
     /// Print JSON.
     #[arg(long)]
@@ -21,12 +21,15 @@ pub struct StatsArgs {
 /// Arguments of `simdex verify`.
 #[derive(clap::Args)]
 pub struct VerifyArgs {
-    /// Index directory.
+    /// Index or store directory.
     pub dir: PathBuf,
 }
 
 /// Run `stats`.
 pub fn stats(a: StatsArgs) -> Result<()> {
+    if simdex::Store::is_store(&a.dir) {
+        return store_stats(a);
+    }
     let idx = Index::open(&a.dir)?;
     let s = idx.stats();
     let raw = s.keys as f64 * 8.0;
@@ -83,9 +86,69 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     crate::util::flush(&mut w)
 }
 
+/// A store's sizes, then its live generation's index stats.
+fn store_stats(a: StatsArgs) -> Result<()> {
+    let store = simdex::Store::open_read_only(&a.dir)?;
+    let s = store.stats();
+    if a.json {
+        crate::outln!(
+            "{{\"generation\":{},\"design\":\"{}\",\"k\":{},\"fingerprints\":{},\"pairs\":{},\
+             \"delta_pairs\":{},\"delta_deletes\":{},\"table_bytes\":{},\"id_map_bytes\":{},\"log_bytes\":{}}}",
+            s.generation,
+            s.design,
+            s.k,
+            s.fingerprints,
+            s.pairs,
+            s.delta_pairs,
+            s.delta_deletes,
+            s.table_bytes,
+            s.id_map_bytes,
+            s.log_bytes
+        )?;
+        return Ok(());
+    }
+    crate::outln!("store            {}", a.dir.display())?;
+    crate::outln!(
+        "generation       {} ({} pairs, {} fingerprints)",
+        s.generation,
+        s.pairs,
+        s.fingerprints
+    )?;
+    crate::outln!(
+        "delta            {} pairs inserted, {} ids deleted; log {}",
+        s.delta_pairs,
+        s.delta_deletes,
+        human_bytes(s.log_bytes as f64)
+    )?;
+    crate::outln!(
+        "id map           {} ({:.2} bytes per pair)",
+        human_bytes(s.id_map_bytes as f64),
+        s.id_map_bytes as f64 / s.pairs.max(1) as f64
+    )?;
+    stats(StatsArgs {
+        dir: store.generation().dir().to_path_buf(),
+        json: false,
+    })
+}
+
 /// Run `verify`.
 pub fn verify(a: VerifyArgs) -> Result<()> {
     let t0 = Instant::now();
+    if simdex::Store::is_store(&a.dir) {
+        let store = simdex::Store::open_read_only(&a.dir)?;
+        store.verify()?;
+        let s = store.stats();
+        crate::outln!(
+            "ok: generation {} ({} pairs, {} fingerprints): every checksum valid, tables and id \
+             map agree; {} logged writes replayed ({:.2?})",
+            s.generation,
+            s.pairs,
+            s.fingerprints,
+            store.recovery().records,
+            t0.elapsed()
+        )?;
+        return Ok(());
+    }
     let idx = Index::open(&a.dir)?;
     let r = idx.verify()?;
     crate::outln!(

@@ -11,6 +11,7 @@ mod designs;
 mod gen_cmd;
 mod inspect;
 mod query;
+mod store_cmd;
 mod util;
 
 /// simdex: a storage engine for simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007).
@@ -37,6 +38,16 @@ enum Command {
     Stats(inspect::StatsArgs),
     /// Check every checksum and structure of an index.
     Verify(inspect::VerifyArgs),
+    /// Insert (fingerprint, document id) pairs into a store (created if missing).
+    Insert(store_cmd::InsertArgs),
+    /// Delete every pair of some document ids from a store.
+    Delete(store_cmd::DeleteArgs),
+    /// Fold a store's logged writes into a new generation of tables.
+    Compact(store_cmd::CompactArgs),
+    /// Write a new store holding the union of two stores of the same design.
+    Merge(store_cmd::MergeArgs),
+    /// Rewrite a store's tables with another design, codec or block size.
+    Rebuild(store_cmd::RebuildArgs),
     /// List candidate table designs for n fingerprints and k, with their modelled costs.
     Designs(designs::Args),
 }
@@ -76,6 +87,11 @@ fn main() -> ExitCode {
         Command::Stats(a) => inspect::stats(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Designs(a) => designs::run(a),
+        Command::Insert(a) => store_cmd::insert(a),
+        Command::Delete(a) => store_cmd::delete(a),
+        Command::Compact(a) => store_cmd::compact(a),
+        Command::Merge(a) => store_cmd::merge(a),
+        Command::Rebuild(a) => store_cmd::rebuild(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use simdex::input::{FingerprintReader, Format};
-use simdex::{Index, Result};
+use simdex::{Index, Result, Store};
 
 /// Arguments of `simdex query`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Index directory.
+    /// Index or store directory.
     pub dir: PathBuf,
     /// Largest distance to report (default: the index's k).
     #[arg(long)]
@@ -30,6 +30,9 @@ const BATCH: usize = 1 << 14;
 
 /// Run.
 pub fn run(a: Args) -> Result<()> {
+    if Store::is_store(&a.dir) {
+        return run_store(a);
+    }
     let idx = Index::open(&a.dir)?;
     let k = a.k.unwrap_or(idx.design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
@@ -67,6 +70,56 @@ pub fn run(a: Args) -> Result<()> {
             }
             .map_err(crate::util::out_err)?;
         }
+    }
+    crate::util::flush(&mut w)
+}
+
+/// Queries against a store: matches carry their document ids (`query fp distance id,id,...`).
+fn run_store(a: Args) -> Result<()> {
+    let store = Store::open_read_only(&a.dir)?;
+    let k =
+        a.k.unwrap_or_else(|| store.generation().index().design().k());
+    let mut input = FingerprintReader::open(&a.input, a.format)?;
+    let mut w = crate::util::stdout();
+    for q in input.by_ref() {
+        let q = q?;
+        let ms = store.near(q, k)?;
+        let ids = |m: &simdex::StoreMatch| {
+            m.ids
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        if a.json {
+            let items: Vec<String> = ms
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{{\"fingerprint\":\"{:016x}\",\"distance\":{},\"ids\":[{}]}}",
+                        m.fingerprint,
+                        m.distance,
+                        ids(m)
+                    )
+                })
+                .collect();
+            writeln!(
+                w,
+                "{{\"query\":\"{q:016x}\",\"matches\":[{}]}}",
+                items.join(",")
+            )
+        } else {
+            ms.iter().try_for_each(|m| {
+                writeln!(
+                    w,
+                    "{q:016x}\t{:016x}\t{}\t{}",
+                    m.fingerprint,
+                    m.distance,
+                    ids(m)
+                )
+            })
+        }
+        .map_err(crate::util::out_err)?;
     }
     crate::util::flush(&mut w)
 }
