@@ -142,14 +142,12 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
         ok = pairs == w2;
     }
     if !ok && let Some(d) = pending_delete {
-        {
-            let w3: BTreeSet<_> = want
-                .iter()
-                .copied()
-                .filter(|p| !batch_ids(d).contains(&p.1))
-                .collect();
-            ok = pairs == w3;
-        }
+        let w3: BTreeSet<_> = want
+            .iter()
+            .copied()
+            .filter(|p| !batch_ids(d).contains(&p.1))
+            .collect();
+        ok = pairs == w3;
     }
     if !ok {
         let extra: Vec<_> = pairs.difference(&want).take(5).collect();
