@@ -18,8 +18,13 @@
 //! single block a lookup decodes. Random keys take about 2.2 bits per key above the
 //! information-theoretic minimum with codec 1 and 0.3 with codec 2.
 //!
-//! The data path, top to bottom: [`design`] and [`permutation`] (fingerprint to key) →
-//! [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → [`block`] (one
+//! On top sits the **store** ([`store`]): the index made writable for services that embed
+//! simdex. (fingerprint, document id) pairs with the ids stored once beside the tables, a
+//! crc32-framed write-ahead log with three sync policies, an in-memory delta queried with the
+//! same prefixes as the tables, and compaction into immutable generations while queries go on.
+//!
+//! The data path, top to bottom: [`store`] (log, delta, generations) → [`design`] and
+//! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → [`block`] (one
 //! block) → [`codec`] (Huffman and bits). Byte layouts are specified in `format-spec/`.
 //!
 //! ```

@@ -198,3 +198,32 @@ fn golden_index_opens_answers_and_reproduces() {
         );
     }
 }
+
+/// The store's worked examples (format-spec/store.md): the log and the id map, byte for byte.
+#[test]
+fn golden_store_log_and_id_map() {
+    use simdex::store::{ids, wal};
+    let log = std::fs::read(dir().join("v1-store.wal")).unwrap();
+    let c = wal::parse(&log, 0).unwrap();
+    let want = vec![
+        wal::Record::Insert(vec![(0x0123_4567_89ab_cdef, 42)]),
+        wal::Record::Delete(vec![42]),
+    ];
+    assert_eq!(c.records, want);
+    assert_eq!((c.valid_len, c.torn_bytes), (96, 0));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = wal::LogWriter::create(tmp.path(), 0).unwrap();
+    for r in &want {
+        w.append(r).unwrap();
+    }
+    assert_eq!(std::fs::read(w.path()).unwrap(), log);
+
+    let map = std::fs::read(dir().join("v1-store.ids")).unwrap();
+    let pairs = [(0x10, 7), (0x10, 9), (0x25, 3)];
+    assert_eq!(ids::build_bytes(&pairs, 64).unwrap(), map);
+    let m = ids::IdMap::from_bytes(&map[..]).unwrap();
+    m.verify().unwrap();
+    assert_eq!(m.ids_of(0x10).unwrap(), vec![7, 9]);
+    assert_eq!(m.ids_of(0x25).unwrap(), vec![3]);
+    assert_eq!((m.pairs(), m.fingerprints()), (3, 2));
+}

@@ -463,3 +463,41 @@ fn readers_during_compaction_see_the_old_or_the_new_state() {
         versions.last().unwrap().iter().copied().collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn bulk_load_equals_inserts_and_rejects_unsorted_pairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fps = pool(11);
+    let model: Model = fps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &fp)| [(fp, i as u64), (fp, 1000 + i as u64 % 5)])
+        .collect();
+    let opts = CreateOptions {
+        design: DesignChoice::Named("m4c2r1".into()),
+        block_size: Some(256),
+        ..CreateOptions::default()
+    };
+    let dir = tmp.path().join("bulk");
+    let sum = Store::create_from_sorted(&dir, &opts, model.iter().map(|&p| Ok(p))).unwrap();
+    assert_eq!(sum.pairs, model.len() as u64);
+    let s = Store::open(&dir, &StoreOptions::default()).unwrap();
+    s.verify().unwrap();
+    assert_eq!(
+        s.pairs().unwrap(),
+        model.iter().copied().collect::<Vec<_>>()
+    );
+    for &q in fps.iter().step_by(4) {
+        assert_eq!(s.near(q, 3).unwrap(), oracle(&model, q, 3));
+    }
+    let bad = tmp.path().join("bad");
+    let e =
+        Store::create_from_sorted(&bad, &opts, [Ok((5, 1)), Ok((4, 1))].into_iter()).unwrap_err();
+    assert!(e.to_string().contains("strictly ascending"), "{e}");
+    assert!(!bad.exists());
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        1,
+        "staging left behind"
+    );
+}

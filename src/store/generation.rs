@@ -299,6 +299,26 @@ pub fn write_generation(
     mem_bytes: u64,
     progress: bool,
 ) -> Result<GenerationSummary> {
+    write_generation_with(
+        store_dir, number, layout, sources, None, mem_bytes, progress,
+    )
+}
+
+/// Pairs ascending by (fingerprint, id), for a bulk load.
+pub type SortedPairs<'a> = Box<dyn Iterator<Item = Result<(u64, u64)>> + Send + 'a>;
+
+/// [`write_generation`] with, besides the sources, `bulk`: pairs strictly ascending by
+/// (fingerprint, id), merged in as new writes (an out-of-order pair is an error). Holds the
+/// bulk's distinct fingerprints in memory (8 bytes each) while writing the tables.
+pub fn write_generation_with(
+    store_dir: &Path,
+    number: u64,
+    layout: &Layout,
+    sources: &[Source<'_>],
+    bulk: Option<SortedPairs<'_>>,
+    mem_bytes: u64,
+    progress: bool,
+) -> Result<GenerationSummary> {
     let out = store_dir.join(dir_name(number));
     let staging = tempfile::Builder::new()
         .prefix(&format!(".{}.staging-", dir_name(number)))
@@ -322,6 +342,21 @@ pub fn write_generation(
             streams.push((Box::new(it) as BoxIter<'_, _>).peekable());
         }
         let it = layer.pairs().map(|(fp, id)| Ok((fp, id, false, true)));
+        streams.push((Box::new(it) as BoxIter<'_, _>).peekable());
+    }
+    if let Some(bulk) = bulk {
+        let mut prev: Option<(u64, u64)> = None;
+        let it = bulk.map(move |p| {
+            let (fp, id) = p?;
+            if prev.is_some_and(|q| q >= (fp, id)) {
+                return Err(Error::InvalidArgument(format!(
+                    "bulk pairs must be strictly ascending: ({fp:016x}, {id}) after {:?}",
+                    prev.map(|(f, i)| format!("({f:016x}, {i})"))
+                )));
+            }
+            prev = Some((fp, id));
+            Ok((fp, id, false, true))
+        });
         streams.push((Box::new(it) as BoxIter<'_, _>).peekable());
     }
     let ids_path = staging.path().join(IDS_NAME);
