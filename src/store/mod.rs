@@ -672,6 +672,15 @@ impl Store {
         Ok(())
     }
 
+    /// Fault injection for tests and fuzzing: the next log append writes only `bytes` bytes of
+    /// its record and fails, as a full disk would.
+    #[doc(hidden)]
+    pub fn inject_log_failure(&self, bytes: u64) {
+        if let Some(w) = lock(&self.writer).as_mut() {
+            w.fail_next_append_after(bytes);
+        }
+    }
+
     /// Sync every acknowledged write to stable storage.
     pub fn flush(&self) -> Result<()> {
         if self.read_only {

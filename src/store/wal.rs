@@ -258,6 +258,8 @@ pub struct LogWriter {
     number: u64,
     len: u64,
     buf: Vec<u8>,
+    /// Test hook: the next append writes only this many bytes of its record, then fails.
+    fail_after: Option<u64>,
 }
 
 impl LogWriter {
@@ -283,6 +285,7 @@ impl LogWriter {
             number,
             len: WAL_HEADER_LEN as u64,
             buf: Vec::new(),
+            fail_after: None,
         })
     }
 
@@ -309,6 +312,7 @@ impl LogWriter {
             number,
             len: valid_len,
             buf: Vec::new(),
+            fail_after: None,
         })
     }
 
@@ -318,11 +322,28 @@ impl LogWriter {
     /// (the store poisons itself), and recovery will treat the part as a torn tail.
     pub fn append(&mut self, rec: &Record) -> Result<u64> {
         self.buf = encode_record(rec, self.len);
+        if let Some(n) = self.fail_after.take() {
+            // A simulated failure midway (a full disk, an I/O error): part of the record lands.
+            let n = (n as usize).min(self.buf.len());
+            let _ = self.file.write_all(&self.buf[..n]);
+            return Err(Error::io(
+                self.path.clone(),
+                "append to log",
+                std::io::Error::other(format!("injected failure after {n} bytes")),
+            ));
+        }
         self.file
             .write_all(&self.buf)
             .map_err(|e| Error::io(self.path.clone(), "append to log", e))?;
         self.len += self.buf.len() as u64;
         Ok(self.len)
+    }
+
+    /// Make the next append write only `bytes` bytes of its record and fail (fault injection
+    /// for tests and fuzzing).
+    #[doc(hidden)]
+    pub fn fail_next_append_after(&mut self, bytes: u64) {
+        self.fail_after = Some(bytes);
     }
 
     /// fdatasync the log.
