@@ -5,11 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-60}
-mkdir -p corpus/open_table corpus/manifest corpus/build_query corpus/decode_block corpus/huffman_twin
+mkdir -p corpus/open_table corpus/manifest corpus/build_query corpus/decode_block corpus/huffman_twin \
+    corpus/wal_parse corpus/id_map corpus/store_ops
 cp ../format-spec/vectors/*.sxt corpus/open_table/
 cp ../format-spec/vectors/v1-index/*.sxt corpus/open_table/
 cp ../format-spec/vectors/v1-index/MANIFEST corpus/manifest/
-for t in open_table decode_block huffman_twin manifest build_query; do
+cp ../format-spec/vectors/v1-store.wal corpus/wal_parse/
+cp ../format-spec/vectors/v1-store.ids corpus/id_map/
+targets=${TARGETS:-open_table decode_block huffman_twin manifest build_query wal_parse id_map store_ops}
+for t in $targets; do
     echo "== $t ($secs s)"
     cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -print_final_stats=1 2>&1 \
         | grep -E "stat::number_of_executed_units|Done|ERROR|panicked|SUMMARY" || true

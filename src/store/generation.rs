@@ -69,6 +69,9 @@ impl Current {
             Error::corrupt("CURRENT", 0, expected.to_string(), format!("{found:?}"))
         };
         let text = std::str::from_utf8(bytes).map_err(|_| bad("UTF-8 text", "invalid UTF-8"))?;
+        if !text.ends_with('\n') {
+            return Err(bad("lines ending in a newline (a truncated file?)", text));
+        }
         let body_end = text
             .trim_end_matches('\n')
             .rfind('\n')
