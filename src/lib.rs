@@ -64,6 +64,7 @@ pub mod index;
 pub mod input;
 pub mod permutation;
 pub mod sample;
+pub mod simhash;
 pub mod store;
 pub mod table;
 

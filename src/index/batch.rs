@@ -277,3 +277,46 @@ impl Index {
         });
     }
 }
+
+/// Every pair of distinct fingerprints of `fps` within distance `k` (each once, smaller first,
+/// sorted): a self-join through the index machinery. The fingerprints are built into a temporary
+/// index under `tmp` (in memory or by external sort, within `mem_bytes`), then joined against it
+/// in batches of 2^20, so memory stays bounded for any input size.
+pub fn self_join(
+    fps: &[u64],
+    k: u32,
+    tmp: &std::path::Path,
+    mem_bytes: u64,
+    progress: bool,
+) -> Result<Vec<Pair>> {
+    let dir = tempfile::Builder::new()
+        .prefix(".simdex-join-")
+        .tempdir_in(tmp)
+        .map_err(|e| Error::io(tmp.to_path_buf(), "create temporary directory in", e))?;
+    let path = dir.path().join("index");
+    let opts = crate::index::BuildOptions {
+        k,
+        mem_bytes,
+        progress,
+        ..crate::index::BuildOptions::default()
+    };
+    crate::index::build(&path, fps.iter().map(|&f| Ok(f)), &opts)?;
+    let idx = Index::open(&path)?;
+    let mut distinct = fps.to_vec();
+    distinct.par_sort_unstable();
+    distinct.dedup();
+    let mut out = Vec::new();
+    for chunk in distinct.chunks(1 << 20) {
+        let r = idx.batch_near(
+            chunk,
+            &BatchOptions {
+                k,
+                progress,
+                ..BatchOptions::default()
+            },
+        )?;
+        out.extend(r.pairs.into_iter().filter(|p| p.batch < p.stored));
+    }
+    out.sort_unstable_by_key(|p| (p.batch, p.stored));
+    Ok(out)
+}

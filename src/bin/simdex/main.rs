@@ -9,6 +9,7 @@ mod build;
 mod demo;
 mod designs;
 mod gen_cmd;
+mod hash_cmd;
 mod inspect;
 mod query;
 mod store_cmd;
@@ -38,6 +39,14 @@ enum Command {
     Stats(inspect::StatsArgs),
     /// Check every checksum and structure of an index.
     Verify(inspect::VerifyArgs),
+    /// Fingerprint documents (text, HTML, JSONL): fingerprint_hex<TAB>id per document.
+    Hash(hash_cmd::HashArgs),
+    /// Every near-duplicate pair (or cluster) among documents, in one command.
+    Dedup(hash_cmd::DedupArgs),
+    /// Precision and recall of "distance <= k" on your corpus or labelled pairs, to choose k.
+    Calibrate(hash_cmd::CalibrateArgs),
+    /// Learn per-feature weights (IDF) from a corpus, for hash/dedup --idf.
+    Idf(hash_cmd::IdfArgs),
     /// Insert (fingerprint, document id) pairs into a store (created if missing).
     Insert(store_cmd::InsertArgs),
     /// Delete every pair of some document ids from a store.
@@ -87,6 +96,10 @@ fn main() -> ExitCode {
         Command::Stats(a) => inspect::stats(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Designs(a) => designs::run(a),
+        Command::Hash(a) => hash_cmd::hash(a),
+        Command::Dedup(a) => hash_cmd::dedup(a),
+        Command::Calibrate(a) => hash_cmd::calibrate(a),
+        Command::Idf(a) => hash_cmd::idf(a),
         Command::Insert(a) => store_cmd::insert(a),
         Command::Delete(a) => store_cmd::delete(a),
         Command::Compact(a) => store_cmd::compact(a),
