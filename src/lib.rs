@@ -23,7 +23,10 @@
 //! crc32-framed write-ahead log with three sync policies, an in-memory delta queried with the
 //! same prefixes as the tables, and compaction into immutable generations while queries go on.
 //!
-//! The data path, top to bottom: [`store`] (log, delta, generations) → [`design`] and
+//! In front sits [`simhash`]: documents (text or HTML) to fingerprints, specified exactly in
+//! `format-spec/simhash.md`.
+//!
+//! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log, delta, generations) → [`design`] and
 //! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → [`block`] (one
 //! block) → [`codec`] (Huffman and bits). Byte layouts are specified in `format-spec/`.
 //!

@@ -703,3 +703,135 @@ fn store_commands_reject_bad_input_with_located_errors() {
     );
     assert!(!p.join("m").exists());
 }
+
+#[test]
+fn hash_dedup_calibrate_idf_on_documents() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let base = "near duplicate detection for web crawling keeps one copy of each page and drops \
+                the rest so the index stays small and the crawl stays fast for everyone";
+    std::fs::create_dir_all(p.join("docs/sub")).unwrap();
+    std::fs::write(p.join("docs/a.txt"), base).unwrap();
+    std::fs::write(p.join("docs/sub/b.txt"), base.replace("fast", "quick")).unwrap();
+    std::fs::write(
+        p.join("docs/c.txt"),
+        "a completely different text about gardening and bees",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("docs/d.html"),
+        format!("<p>{base}</p><script>x()</script>"),
+    )
+    .unwrap();
+    // Files and directories: fingerprint<TAB>path, in name order.
+    let out = ok(&simdex(&["hash", "docs", "--quiet"], None, p));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[0].ends_with("\tdocs/a.txt") && lines[3].ends_with("\tdocs/sub/b.txt"),
+        "{out}"
+    );
+    // The HTML file hashed as HTML equals the text file.
+    let html = ok(&simdex(
+        &["hash", "--html", "docs/d.html", "--quiet"],
+        None,
+        p,
+    ));
+    assert_eq!(html.split('\t').next(), lines[0].split('\t').next());
+    // JSONL from stdin; a bad line is reported with its number and skipped, or fatal with --strict.
+    let jsonl = format!(
+        "{{\"id\": 1, \"text\": \"{base}\"}}\nnot json\n{{\"id\": \"x\", \"text\": \"{}\"}}\n",
+        base.replace("fast", "quick")
+    );
+    let o = simdex(&["hash", "--jsonl", "-"], Some(jsonl.as_bytes()), p);
+    let out = ok(&o);
+    assert_eq!(out.lines().count(), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"));
+    fails(
+        &simdex(
+            &["hash", "--jsonl", "--strict", "-"],
+            Some(jsonl.as_bytes()),
+            p,
+        ),
+        "line 2",
+    );
+    // Dedup: the near-duplicate pair (a, b, d) and the cluster; c stays alone.
+    let out = ok(&simdex(
+        &["dedup", "--html", "docs", "--k", "3", "--quiet"],
+        None,
+        p,
+    ));
+    let pairs: Vec<&str> = out.lines().collect();
+    assert!(pairs.contains(&"docs/a.txt\tdocs/d.html\t0"), "{out}");
+    assert!(pairs.iter().all(|l| !l.contains("c.txt")), "{out}");
+    let out = ok(&simdex(
+        &[
+            "dedup",
+            "--html",
+            "docs",
+            "--clusters",
+            "--out",
+            "clusters.tsv",
+            "--quiet",
+        ],
+        None,
+        p,
+    ));
+    assert!(out.is_empty());
+    let clusters = std::fs::read_to_string(p.join("clusters.tsv")).unwrap();
+    assert_eq!(clusters.lines().count(), 1, "{clusters}");
+    assert!(
+        clusters.starts_with("docs/a.txt\tdocs/d.html"),
+        "{clusters}"
+    );
+    fails(&simdex(&["dedup", "docs", "--k", "9"], None, p), "k = 9");
+    // Calibrate prints a precision/recall table per shingle size.
+    let out = ok(&simdex(
+        &["calibrate", "docs", "--shingles", "1,2", "--quiet"],
+        None,
+        p,
+    ));
+    assert!(out.contains("| k | words | 2-shingles |"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("| ")).count(), 1 + 8);
+    // Labelled pairs.
+    std::fs::write(
+        p.join("labels.tsv"),
+        "docs/a.txt\tdocs/sub/b.txt\t1\ndocs/a.txt\tdocs/c.txt\t0\n",
+    )
+    .unwrap();
+    let out = ok(&simdex(
+        &["calibrate", "docs", "--pairs", "labels.tsv", "--quiet"],
+        None,
+        p,
+    ));
+    assert!(out.contains("1 near-duplicate pairs (labelled"), "{out}");
+    std::fs::write(p.join("bad.tsv"), "docs/a.txt\tnope\t1\n").unwrap();
+    fails(
+        &simdex(
+            &["calibrate", "docs", "--pairs", "bad.tsv", "--quiet"],
+            None,
+            p,
+        ),
+        "no document",
+    );
+    // IDF: learned, then used; a shingle mismatch is refused.
+    ok(&simdex(
+        &["idf", "docs", "--out", "w.idf", "--quiet"],
+        None,
+        p,
+    ));
+    ok(&simdex(
+        &["hash", "docs", "--idf", "w.idf", "--quiet"],
+        None,
+        p,
+    ));
+    fails(
+        &simdex(
+            &["hash", "docs", "--idf", "w.idf", "--shingle", "3"],
+            None,
+            p,
+        ),
+        "--shingle 2",
+    );
+    fails(&simdex(&["hash", "missing-dir"], None, p), "missing-dir");
+}

@@ -390,6 +390,9 @@ pub struct CalibrateArgs {
     /// Use at most this many documents (all pairs are compared: the cost grows with its square).
     #[arg(long, default_value_t = 30_000)]
     pub max_docs: usize,
+    /// Also compare, for each shingle size, IDF weights learned from the corpus itself.
+    #[arg(long)]
+    pub with_idf: bool,
 }
 
 /// A labelled pair: (document, document, near-duplicate?).
@@ -490,10 +493,52 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         }
     };
     let mut columns = Vec::new();
-    for &n in &a.shingles {
+    let mut header = Vec::new();
+    let variants: Vec<(usize, bool)> = a
+        .shingles
+        .iter()
+        .flat_map(|&n| {
+            let idf = if a.with_idf {
+                vec![false, true]
+            } else {
+                vec![false]
+            };
+            idf.into_iter().map(move |w| (n, w))
+        })
+        .collect();
+    for (n, with_idf) in variants {
+        let weights = if with_idf {
+            let plain = Simhasher::new(SimhashOptions {
+                shingle: n,
+                weights: None,
+            })?;
+            let feats: Vec<Vec<u64>> = docs
+                .par_iter()
+                .map(|d| {
+                    plain
+                        .features(&d.text)
+                        .into_iter()
+                        .map(|(f, _)| f)
+                        .collect()
+                })
+                .collect();
+            Some(Arc::new(IdfTable::build(n, feats.iter().map(|v| &v[..]))))
+        } else {
+            None
+        };
+        let name = if n == 1 {
+            "words".to_string()
+        } else {
+            format!("{n}-shingles")
+        };
+        header.push(if with_idf {
+            format!("{name} + idf")
+        } else {
+            name
+        });
         let h = Simhasher::new(SimhashOptions {
             shingle: n,
-            weights: None,
+            weights,
         })?;
         let fps: Vec<u64> = docs.par_iter().map(|d| h.hash_text(&d.text)).collect();
         let rows = match &universe {
@@ -519,19 +564,8 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
                 })
                 .collect(),
         };
-        columns.push((n, rows));
+        columns.push(rows);
     }
-    let header: Vec<String> = a
-        .shingles
-        .iter()
-        .map(|&n| {
-            if n == 1 {
-                "words".to_string()
-            } else {
-                format!("{n}-shingles")
-            }
-        })
-        .collect();
     crate::outln!(
         "{} documents ({} empty, left out), {} near-duplicate pairs ({})",
         docs.len(),
@@ -548,7 +582,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
     for k in 0..=a.max_k as usize {
         let cells: Vec<String> = columns
             .iter()
-            .map(|(_, rows)| format!("{} / {}", pct(rows[k].precision()), pct(rows[k].recall())))
+            .map(|rows| format!("{} / {}", pct(rows[k].precision()), pct(rows[k].recall())))
             .collect();
         crate::outln!("| {k} | {} |", cells.join(" | "))?;
     }
