@@ -835,3 +835,65 @@ fn hash_dedup_calibrate_idf_on_documents() {
     );
     fails(&simdex(&["hash", "missing-dir"], None, p), "missing-dir");
 }
+
+/// A full disk, simulated without root: `ulimit -f` caps file size and SIGXFSZ is ignored, so
+/// writes past the cap fail with EFBIG. Every command fails with one clear line, non-zero, and
+/// leaves no partial output; a store keeps only whole records.
+#[cfg(unix)]
+#[test]
+fn a_full_disk_fails_cleanly() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(&simdex(
+        &["gen", "--n", "20000", "--out", "fps.hex"],
+        None,
+        p,
+    ));
+    let text = std::fs::read_to_string(p.join("fps.hex")).unwrap();
+    let pairs: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{l} {i}\n"))
+        .collect();
+    std::fs::write(p.join("pairs.txt"), pairs).unwrap();
+    std::fs::create_dir(p.join("docs")).unwrap();
+    for i in 0..200 {
+        std::fs::write(
+            p.join(format!("docs/{i}.txt")),
+            format!("same text here {}", i % 3),
+        )
+        .unwrap();
+    }
+    let capped = |cmd: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "trap '' XFSZ; ulimit -f 64; exec {} {cmd}",
+                env!("CARGO_BIN_EXE_simdex")
+            ))
+            .current_dir(p)
+            .output()
+            .unwrap()
+    };
+    fails(
+        &capped("build --input fps.hex --out idx --quiet"),
+        "File too large",
+    );
+    assert!(!p.join("idx").exists());
+    fails(&capped("gen --n 100000 --out big.hex"), "File too large");
+    assert!(!p.join("big.hex").exists());
+    // 3 groups of ~67 identical documents: ~6 600 pairs, beyond the cap.
+    fails(&capped("dedup docs --out c.tsv --quiet"), "File too large");
+    assert!(!p.join("c.tsv").exists());
+    fails(
+        &capped("insert st --input pairs.txt --design 10 --quiet"),
+        "File too large",
+    );
+    ok(&simdex(&["verify", "st"], None, p));
+    let left: Vec<String> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+}
