@@ -34,27 +34,75 @@ pub const DEFAULT_SHINGLE: usize = 2;
 ///
 /// The low-level entry point: bring your own features and weights.
 pub fn simhash_weighted(features: impl IntoIterator<Item = (u64, u64)>) -> u64 {
-    let mut sums = [0i128; 64];
+    // Branch-free i64 sums while the total weight cannot overflow them (bits are random, so a
+    // branch per bit would be mispredicted half the time); i128 beyond that.
+    let mut sums = [0i64; 64];
+    let mut total: u64 = 0;
+    let mut wide: Option<[i128; 64]> = None;
     for (h, w) in features {
-        let w = i128::from(w);
-        for (i, s) in sums.iter_mut().enumerate() {
-            if (h >> (63 - i)) & 1 == 1 {
-                *s += w;
-            } else {
-                *s -= w;
+        if let Some(ws) = wide.as_mut() {
+            for (i, s) in ws.iter_mut().enumerate() {
+                let bit = ((h >> (63 - i)) & 1) as i128;
+                *s += (2 * bit - 1) * i128::from(w);
+            }
+            continue;
+        }
+        match total.checked_add(w).filter(|&t| t < 1 << 62) {
+            Some(t) => {
+                total = t;
+                let w = w as i64;
+                for (i, s) in sums.iter_mut().enumerate() {
+                    let bit = ((h >> (63 - i)) & 1) as i64;
+                    *s += (2 * bit - 1) * w;
+                }
+            }
+            None => {
+                let mut ws = [0i128; 64];
+                for (i, s) in ws.iter_mut().enumerate() {
+                    let bit = ((h >> (63 - i)) & 1) as i128;
+                    *s = i128::from(sums[i]) + (2 * bit - 1) * i128::from(w);
+                }
+                wide = Some(ws);
             }
         }
     }
-    sums.iter().enumerate().fold(
-        0u64,
-        |fp, (i, &s)| if s > 0 { fp | (1 << (63 - i)) } else { fp },
-    )
+    let positive = |i: usize| match &wide {
+        Some(ws) => ws[i] > 0,
+        None => sums[i] > 0,
+    };
+    (0..64).fold(0u64, |fp, i| {
+        if positive(i) {
+            fp | (1 << (63 - i))
+        } else {
+            fp
+        }
+    })
 }
 
 /// The feature hash: xxh3-64 of the feature's UTF-8 bytes with [`FEATURE_SEED`].
 pub fn feature_hash(feature: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(feature.as_bytes(), FEATURE_SEED)
 }
+
+/// A `Hasher` that passes a `u64` key through: for maps keyed by feature hashes.
+#[derive(Default, Clone, Copy)]
+struct Identity(u64);
+
+impl std::hash::Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type BuildIdentity = std::hash::BuildHasherDefault<Identity>;
 
 /// How a [`Simhasher`] turns text into fingerprints.
 #[derive(Debug, Clone)]
@@ -101,10 +149,20 @@ impl Simhasher {
     pub fn features(&self, text: &str) -> Vec<(u64, u64)> {
         let toks = tokens::tokens(text);
         let n = self.opts.shingle;
-        let mut counts: HashMap<u64, u64> = HashMap::new();
+        // Keys are already xxh3 hashes: no need to hash them again.
+        let mut counts: HashMap<u64, u64, BuildIdentity> = HashMap::default();
         let mut order = Vec::new();
-        let mut add = |f: &str| {
-            let h = feature_hash(f);
+        let mut buf: Vec<u8> = Vec::with_capacity(64);
+        let mut add = |words: &[String]| {
+            // The words joined by single spaces, in one reused buffer.
+            buf.clear();
+            for (i, w) in words.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b' ');
+                }
+                buf.extend_from_slice(w.as_bytes());
+            }
+            let h = xxhash_rust::xxh3::xxh3_64_with_seed(&buf, FEATURE_SEED);
             let c = counts.entry(h).or_insert(0);
             if *c == 0 {
                 order.push(h);
@@ -113,11 +171,11 @@ impl Simhasher {
         };
         if toks.len() < n {
             if !toks.is_empty() {
-                add(&toks.join(" "));
+                add(&toks);
             }
         } else {
             for w in toks.windows(n) {
-                add(&w.join(" "));
+                add(w);
             }
         }
         order.into_iter().map(|h| (h, counts[&h])).collect()
@@ -149,6 +207,16 @@ mod tests {
         assert_eq!(simhash_weighted([(0xF0F0, 3), (!0xF0F0, 3)]), 0);
         assert_eq!(simhash_weighted([(0xF0F0, 3), (!0xF0F0, 2)]), 0xF0F0);
         assert_eq!(simhash_weighted([(u64::MAX, 1)]), u64::MAX);
+        // Weights too large for i64 sums take the wide path and still add up exactly.
+        let big = u64::MAX / 2;
+        assert_eq!(
+            simhash_weighted([(0xF0F0, big), (!0xF0F0, big), (0xFF, 1)]),
+            0xFF
+        );
+        assert_eq!(
+            simhash_weighted([(0xF0F0, u64::MAX), (!0xF0F0, u64::MAX - 1)]),
+            0xF0F0
+        );
         assert_eq!(Simhasher::default().hash_text(""), 0);
         assert_eq!(Simhasher::default().hash_text(" ... "), 0);
     }
