@@ -57,3 +57,69 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(dir.to_path_buf(), "fsync directory", e))
 }
+
+/// A directory built in a hidden staging directory beside its final path and renamed into place
+/// whole: a crash or an error before [`StagedDir::publish`] leaves nothing at the final path
+/// (the staging directory is removed on drop; one left by a crash starts with a dot).
+#[derive(Debug)]
+pub struct StagedDir {
+    staging: tempfile::TempDir,
+    out: std::path::PathBuf,
+    parent: std::path::PathBuf,
+}
+
+impl StagedDir {
+    /// Stage `out`, which must not exist yet; the staging directory is named
+    /// `.{file name of out}.{what}-XXXXXX`.
+    pub fn new(out: &Path, what: &str) -> Result<StagedDir> {
+        if out.exists() {
+            return Err(Error::io(
+                out.to_path_buf(),
+                "create directory",
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "already exists (choose a new path or remove it first)",
+                ),
+            ));
+        }
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let name = out
+            .file_name()
+            .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", out.display())))?
+            .to_string_lossy()
+            .into_owned();
+        let staging = tempfile::Builder::new()
+            .prefix(&format!(".{name}.{what}-"))
+            .tempdir_in(&parent)
+            .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+        Ok(StagedDir {
+            staging,
+            out: out.to_path_buf(),
+            parent,
+        })
+    }
+
+    /// Where to write the contents.
+    pub fn path(&self) -> &Path {
+        self.staging.path()
+    }
+
+    /// The directory holding the final path.
+    pub fn parent(&self) -> &Path {
+        &self.parent
+    }
+
+    /// fsync the staging directory, rename it to the final path, fsync the parent.
+    pub fn publish(self) -> Result<()> {
+        sync_dir(self.staging.path())?;
+        let staged = self.staging.keep();
+        if let Err(e) = std::fs::rename(&staged, &self.out) {
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(Error::io(self.out, "rename into place", e));
+        }
+        sync_dir(&self.parent)
+    }
+}

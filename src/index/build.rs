@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry};
+use crate::index::manifest::{Manifest, TableEntry};
 use crate::table::{self, TableOptions};
 
 /// Which design to build.
@@ -139,29 +139,12 @@ pub fn build(
         DesignChoice::Auto => drop(Design::auto(1, opts.k)?),
         DesignChoice::Given(_) => {}
     }
-    if out.exists() {
-        return Err(Error::io(
-            out.to_path_buf(),
-            "create index directory",
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "already exists (choose a new path or remove it first)",
-            ),
-        ));
-    }
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let staging = crate::atomic::StagedDir::new(out, "building")?;
+    let parent = staging.parent().to_path_buf();
     let name = out
         .file_name()
-        .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", out.display())))?
-        .to_string_lossy()
-        .into_owned();
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.building-"))
-        .tempdir_in(&parent)
-        .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let spill = tempfile::Builder::new()
         .prefix(&format!(".{name}.spill-"))
         .tempdir_in(&parent)
@@ -253,18 +236,9 @@ pub fn build(
         block_size,
         tables: entries,
     };
-    crate::atomic::write_file(&staging.path().join(MANIFEST_NAME), |w| {
-        w.write_all(manifest.encode().as_bytes())
-            .map_err(|e| Error::io(None, "write manifest", e))
-    })?;
-    crate::atomic::sync_dir(staging.path())?;
+    manifest.write_to(staging.path())?;
     drop(spill);
-    let staged = staging.keep();
-    if let Err(e) = std::fs::rename(&staged, out) {
-        let _ = std::fs::remove_dir_all(&staged);
-        return Err(Error::io(out.to_path_buf(), "rename index into place", e));
-    }
-    crate::atomic::sync_dir(&parent)?;
+    staging.publish()?;
     Ok(BuildSummary {
         input: input_count,
         keys: n,

@@ -97,6 +97,14 @@ impl Manifest {
         s
     }
 
+    /// Write `dir/MANIFEST` atomically.
+    pub fn write_to(&self, dir: &std::path::Path) -> Result<()> {
+        crate::atomic::write_file(&dir.join(MANIFEST_NAME), |w| {
+            std::io::Write::write_all(w, self.encode().as_bytes())
+                .map_err(|e| Error::io(None, "write manifest", e))
+        })
+    }
+
     /// Parse and validate.
     pub fn decode(bytes: &[u8]) -> Result<Manifest> {
         let bad = |line: usize, expected: &str, found: &str| {

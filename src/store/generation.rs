@@ -322,11 +322,7 @@ pub fn write_generation_with(
     mem_bytes: u64,
     progress: bool,
 ) -> Result<GenerationSummary> {
-    let out = store_dir.join(dir_name(number));
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{}.staging-", dir_name(number)))
-        .tempdir_in(store_dir)
-        .map_err(|e| Error::io(store_dir.to_path_buf(), "create staging directory in", e))?;
+    let staging = crate::atomic::StagedDir::new(&store_dir.join(dir_name(number)), "staging")?;
 
     // 1. The id map: merge every source's surviving pairs.
     let total: u64 = sources
@@ -525,17 +521,8 @@ pub fn write_generation_with(
         block_size,
         tables: entries,
     };
-    crate::atomic::write_file(&staging.path().join(MANIFEST_NAME), |w| {
-        w.write_all(manifest.encode().as_bytes())
-            .map_err(|e| Error::io(None, "write manifest", e))
-    })?;
-    crate::atomic::sync_dir(staging.path())?;
-    let staged = staging.keep();
-    if let Err(e) = std::fs::rename(&staged, &out) {
-        let _ = std::fs::remove_dir_all(&staged);
-        return Err(Error::io(out, "rename generation into place", e));
-    }
-    crate::atomic::sync_dir(store_dir)?;
+    manifest.write_to(staging.path())?;
+    staging.publish()?;
     Ok(GenerationSummary {
         pairs,
         fingerprints,

@@ -324,13 +324,6 @@ impl Store {
         opts: &CreateOptions,
         bulk: Option<generation::SortedPairs<'_>>,
     ) -> Result<GenerationSummary> {
-        if dir.exists() {
-            return Err(Error::io(
-                dir.to_path_buf(),
-                "create store",
-                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already exists"),
-            ));
-        }
         let design = match &opts.design {
             DesignChoice::Auto => crate::Design::auto(opts.expected_keys.max(1), opts.k)?,
             DesignChoice::Named(n) => crate::Design::by_name(n, opts.k)?,
@@ -347,19 +340,7 @@ impl Store {
         if let Some(b) = opts.block_size {
             crate::table::format::check_block_size(b)?;
         }
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = dir
-            .file_name()
-            .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", dir.display())))?
-            .to_string_lossy()
-            .into_owned();
-        let staging = tempfile::Builder::new()
-            .prefix(&format!(".{name}.creating-"))
-            .tempdir_in(&parent)
-            .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+        let staging = crate::atomic::StagedDir::new(dir, "creating")?;
         let layout = Layout {
             design: design.clone(),
             codec: opts.codec,
@@ -383,12 +364,7 @@ impl Store {
             block_size: opts.block_size,
         }
         .write(staging.path())?;
-        let staged = staging.keep();
-        if let Err(e) = std::fs::rename(&staged, dir) {
-            let _ = std::fs::remove_dir_all(&staged);
-            return Err(Error::io(dir.to_path_buf(), "rename store into place", e));
-        }
-        crate::atomic::sync_dir(&parent)?;
+        staging.publish()?;
         Ok(summary)
     }
 
@@ -940,21 +916,7 @@ impl Store {
                 gb.index().design().name()
             )));
         }
-        if out.exists() {
-            return Err(Error::io(
-                out.to_path_buf(),
-                "create store",
-                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already exists"),
-            ));
-        }
-        let parent = match out.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let staging = tempfile::Builder::new()
-            .prefix(".merge-")
-            .tempdir_in(&parent)
-            .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+        let staging = crate::atomic::StagedDir::new(out, "merging")?;
         let block_size = a.read_state().current.block_size;
         let layout = Layout {
             design: ga.index().design().clone(),
@@ -983,12 +945,7 @@ impl Store {
             block_size,
         }
         .write(staging.path())?;
-        let staged = staging.keep();
-        if let Err(e) = std::fs::rename(&staged, out) {
-            let _ = std::fs::remove_dir_all(&staged);
-            return Err(Error::io(out.to_path_buf(), "rename store into place", e));
-        }
-        crate::atomic::sync_dir(&parent)?;
+        staging.publish()?;
         Ok(summary)
     }
 
