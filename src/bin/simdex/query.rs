@@ -28,6 +28,35 @@ pub struct Args {
 /// Queries answered per parallel batch.
 const BATCH: usize = 1 << 14;
 
+/// One query's matches: a tab-separated line per match (`query fp distance[ ids]`) or one JSON
+/// object. `ids` is `Some` for stores (comma-separated document ids).
+fn write_matches(
+    w: &mut impl Write,
+    json: bool,
+    q: u64,
+    matches: impl Iterator<Item = (u64, u32, Option<String>)>,
+) -> Result<()> {
+    if json {
+        let items: Vec<String> = matches
+            .map(|(fp, d, ids)| {
+                let ids = ids.map_or_else(String::new, |i| format!(",\"ids\":[{i}]"));
+                format!("{{\"fingerprint\":\"{fp:016x}\",\"distance\":{d}{ids}}}")
+            })
+            .collect();
+        writeln!(
+            w,
+            "{{\"query\":\"{q:016x}\",\"matches\":[{}]}}",
+            items.join(",")
+        )
+    } else {
+        matches.into_iter().try_for_each(|(fp, d, ids)| match ids {
+            Some(i) => writeln!(w, "{q:016x}\t{fp:016x}\t{d}\t{i}"),
+            None => writeln!(w, "{q:016x}\t{fp:016x}\t{d}"),
+        })
+    }
+    .map_err(crate::util::out_err)
+}
+
 /// Run.
 pub fn run(a: Args) -> Result<()> {
     if Store::is_store(&a.dir) {
@@ -48,33 +77,18 @@ pub fn run(a: Args) -> Result<()> {
         }
         let results = idx.near_many(&batch, k)?;
         for (q, ms) in batch.iter().zip(results) {
-            if a.json {
-                let items: Vec<String> = ms
-                    .iter()
-                    .map(|m| {
-                        format!(
-                            "{{\"fingerprint\":\"{:016x}\",\"distance\":{}}}",
-                            m.fingerprint, m.distance
-                        )
-                    })
-                    .collect();
-                writeln!(
-                    w,
-                    "{{\"query\":\"{q:016x}\",\"matches\":[{}]}}",
-                    items.join(",")
-                )
-            } else {
-                ms.iter().try_for_each(|m| {
-                    writeln!(w, "{q:016x}\t{:016x}\t{}", m.fingerprint, m.distance)
-                })
-            }
-            .map_err(crate::util::out_err)?;
+            write_matches(
+                &mut w,
+                a.json,
+                *q,
+                ms.iter().map(|m| (m.fingerprint, m.distance, None)),
+            )?;
         }
     }
     crate::util::flush(&mut w)
 }
 
-/// Queries against a store: matches carry their document ids (`query fp distance id,id,...`).
+/// Queries against a store: matches carry their document ids.
 fn run_store(a: Args) -> Result<()> {
     let store = Store::open_read_only(&a.dir)?;
     let k =
@@ -84,42 +98,15 @@ fn run_store(a: Args) -> Result<()> {
     for q in input.by_ref() {
         let q = q?;
         let ms = store.near(q, k)?;
-        let ids = |m: &simdex::StoreMatch| {
-            m.ids
-                .iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        if a.json {
-            let items: Vec<String> = ms
-                .iter()
-                .map(|m| {
-                    format!(
-                        "{{\"fingerprint\":\"{:016x}\",\"distance\":{},\"ids\":[{}]}}",
-                        m.fingerprint,
-                        m.distance,
-                        ids(m)
-                    )
-                })
-                .collect();
-            writeln!(
-                w,
-                "{{\"query\":\"{q:016x}\",\"matches\":[{}]}}",
-                items.join(",")
-            )
-        } else {
-            ms.iter().try_for_each(|m| {
-                writeln!(
-                    w,
-                    "{q:016x}\t{:016x}\t{}\t{}",
-                    m.fingerprint,
-                    m.distance,
-                    ids(m)
-                )
-            })
-        }
-        .map_err(crate::util::out_err)?;
+        write_matches(
+            &mut w,
+            a.json,
+            q,
+            ms.into_iter().map(|m| {
+                let ids: Vec<String> = m.ids.iter().map(|i| i.to_string()).collect();
+                (m.fingerprint, m.distance, Some(ids.join(",")))
+            }),
+        )?;
     }
     crate::util::flush(&mut w)
 }
