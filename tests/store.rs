@@ -609,3 +609,34 @@ fn a_failed_log_write_poisons_the_store_and_reopening_recovers() {
         s.delete(3).unwrap();
     }
 }
+
+/// Writers that fill the delta together trigger one compaction per full delta, not one each.
+#[test]
+fn concurrent_writers_filling_the_delta_compact_once_per_fill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    create(&dir, "4", 1024);
+    let store = Arc::new(Store::open(&dir, &opts(50, SyncPolicy::Manual)).unwrap());
+    let writers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let mut s = t + 100;
+                for i in 0..100u64 {
+                    store.insert(splitmix(&mut s), t * 1000 + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    // 400 writes, a compaction per 50: at most 8 generations (plus the initial one).
+    let g = store.stats().generation;
+    assert!(
+        (4..=9).contains(&g),
+        "{g} generations for 400 writes at 50 per delta"
+    );
+    assert_eq!(store.pairs().unwrap().len(), 400);
+    store.verify().unwrap();
+}

@@ -643,7 +643,7 @@ impl Store {
             self.durability.sync_to(lsn)?;
         }
         if full {
-            self.compact()?;
+            self.compact_with(None, true)?;
         }
         Ok(())
     }
@@ -774,7 +774,7 @@ impl Store {
     /// Fold the delta into a new generation. Queries (and, except during a rebuild, writes)
     /// continue meanwhile; returns `None` when there was nothing to compact.
     pub fn compact(&self) -> Result<Option<GenerationSummary>> {
-        self.compact_with(None)
+        self.compact_with(None, false)
     }
 
     /// Compact into a new design or codec (block size policy unchanged unless given): the
@@ -793,13 +793,25 @@ impl Store {
             codec,
             block_size: block_size.or(self.read_state().current.block_size),
         };
-        self.compact_with(Some(layout))?
+        self.compact_with(Some(layout), false)?
             .ok_or_else(|| Error::InvalidArgument("rebuild wrote nothing".into()))
     }
 
-    fn compact_with(&self, relayout: Option<Layout>) -> Result<Option<GenerationSummary>> {
+    /// `only_if_full`: the automatic compaction of a writer that filled the delta; after waiting
+    /// for a compaction another writer started, there may be nothing left to do.
+    fn compact_with(
+        &self,
+        relayout: Option<Layout>,
+        only_if_full: bool,
+    ) -> Result<Option<GenerationSummary>> {
         self.check_writable()?;
         let _one_at_a_time = lock(&self.compaction);
+        if only_if_full {
+            let st = self.read_state();
+            if st.frozen.is_none() && st.active.ops() < self.opts.max_delta {
+                return Ok(None);
+            }
+        }
         // Freeze the delta and start a new log (unless a failed compaction left one frozen).
         let mut writer = lock(&self.writer);
         let target = {
