@@ -640,3 +640,36 @@ fn concurrent_writers_filling_the_delta_compact_once_per_fill() {
     assert_eq!(store.pairs().unwrap().len(), 400);
     store.verify().unwrap();
 }
+
+/// With a background compactor, a writer that fills the delta does not compact itself: here the
+/// delta never reaches twice its bound, so every compaction is the compactor's.
+#[test]
+fn background_compaction_folds_full_deltas_without_the_writer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    create(&dir, "4", 1024);
+    let store = Arc::new(Store::open(&dir, &opts(100, SyncPolicy::Manual)).unwrap());
+    let handle = store.start_background_compaction();
+    let mut s = 1u64;
+    let mut model = Model::new();
+    for i in 0..150u64 {
+        let fp = splitmix(&mut s);
+        store.insert(fp, i).unwrap();
+        model.insert((fp, i));
+    }
+    let t0 = std::time::Instant::now();
+    while store.stats().generation == 0 {
+        assert!(t0.elapsed().as_secs() < 10, "the compactor never compacted");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        store.pairs().unwrap(),
+        model.iter().copied().collect::<Vec<_>>()
+    );
+    store.verify().unwrap();
+    drop(store);
+    // The compactor holds only a weak reference: it ends with the store.
+    handle.join().unwrap();
+    let store = Store::open(&dir, &StoreOptions::default()).unwrap();
+    assert_eq!(store.pairs().unwrap().len(), 150);
+}

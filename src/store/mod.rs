@@ -15,7 +15,9 @@
 //! checks distances, and resolves document ids (dropping pairs whose ids were deleted later).
 //! Compaction freezes the delta, starts a new log, stream-merges generation and delta into
 //! generation N+1, commits by replacing `CURRENT`, and removes the old log; the old generation's
-//! files go when the last reader holding it lets go. Queries continue throughout.
+//! files go when the last reader holding it lets go. Queries continue throughout, and so do writes
+//! (into the new log). A full delta is compacted by the writer that filled it, or, after
+//! [`Store::start_background_compaction`], by a background thread.
 //!
 //! Invariant: generation G holds every write logged in logs numbered below G; recovery opens
 //! generation G and replays logs G, G+1, ... in order (replaying an already compacted log is
@@ -266,6 +268,10 @@ pub struct Store {
     writer: Mutex<Option<LogWriter>>,
     durability: Arc<Durability>,
     compaction: Mutex<()>,
+    /// Set while a background compactor runs: writers that fill the delta wake it instead of
+    /// compacting themselves.
+    compactor: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    background: AtomicBool,
     flusher: Option<std::thread::JoinHandle<()>>,
     recovery: Recovery,
 }
@@ -550,6 +556,8 @@ impl Store {
             writer: Mutex::new(writer),
             durability,
             compaction: Mutex::new(()),
+            compactor: Arc::new((Mutex::new(false), std::sync::Condvar::new())),
+            background: AtomicBool::new(false),
             flusher,
             recovery,
         })
@@ -616,7 +624,7 @@ impl Store {
 
     fn write(&self, rec: Record) -> Result<()> {
         self.check_writable()?;
-        let (lsn, full) = {
+        let (lsn, ops) = {
             let mut w = lock(&self.writer);
             self.durability.check()?;
             let log = w
@@ -637,15 +645,54 @@ impl Store {
                 + (end - before);
             let mut st = self.write_state();
             apply(&mut st.active, &rec);
-            (lsn, st.active.ops() >= self.opts.max_delta)
+            (lsn, st.active.ops())
         };
         if self.opts.sync == SyncPolicy::PerWrite {
             self.durability.sync_to(lsn)?;
         }
-        if full {
-            self.compact_with(None, true)?;
+        let max = self.opts.max_delta;
+        if ops >= max {
+            if self.background.load(Ordering::Acquire) && ops < 2 * max {
+                let (wake, cv) = &*self.compactor;
+                *lock(wake) = true;
+                cv.notify_one();
+            } else {
+                // No compactor, or it is not keeping up: compact here (backpressure).
+                self.compact_with(None, true)?;
+            }
         }
         Ok(())
+    }
+
+    /// Start a thread that compacts whenever the delta is full, so that writers do not wait for
+    /// compactions (unless the delta reaches twice its bound while one runs: then the writer
+    /// compacts too, which bounds memory). The thread holds only a weak reference and ends when
+    /// the store is dropped. Errors of background compactions poison nothing; the next full
+    /// delta retries, and the writer's own compaction reports them.
+    pub fn start_background_compaction(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        self.background.store(true, Ordering::Release);
+        let weak = Arc::downgrade(self);
+        let signal = Arc::clone(&self.compactor);
+        std::thread::spawn(move || {
+            loop {
+                {
+                    let (wake, cv) = &*signal;
+                    let mut w = lock(wake);
+                    while !*w {
+                        let (g, t) = cv
+                            .wait_timeout(w, Duration::from_millis(100))
+                            .unwrap_or_else(|e| e.into_inner());
+                        w = g;
+                        if t.timed_out() {
+                            break;
+                        }
+                    }
+                    *w = false;
+                }
+                let Some(store) = weak.upgrade() else { return };
+                let _ = store.compact_with(None, true);
+            }
+        })
     }
 
     /// Fault injection for tests and fuzzing: the next log append writes only `bytes` bytes of
