@@ -42,6 +42,32 @@ pub enum DesignChoice {
     Given(Design),
 }
 
+impl DesignChoice {
+    /// The design for `n` fingerprints that answers every k' <= `k` exactly; `block_size` (or,
+    /// if automatic, the smallest automatic size) feeds the cost model of [`Design::auto`]. An
+    /// error if a named or given design answers less than `k`.
+    pub fn resolve(&self, n: u64, k: u32, block_size: Option<u32>) -> Result<Design> {
+        let design = match self {
+            DesignChoice::Auto => Design::auto_with_budget(
+                n,
+                k,
+                crate::design::DEFAULT_MAX_TABLES,
+                block_size.unwrap_or(crate::design::AUTO_BLOCK_SIZES[0]),
+            )?,
+            DesignChoice::Named(name) => Design::by_name(name, k)?,
+            DesignChoice::Given(d) => d.clone(),
+        };
+        if design.k() < k {
+            return Err(Error::InvalidArgument(format!(
+                "design {} answers k <= {}, but k = {k} was asked for",
+                design.name(),
+                design.k(),
+            )));
+        }
+        Ok(design)
+    }
+}
+
 /// Options of [`build`].
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -134,11 +160,7 @@ pub fn build(
         )));
     }
     // Fail on a bad k or design before reading any input.
-    match &opts.design {
-        DesignChoice::Named(name) => drop(Design::by_name(name, opts.k)?),
-        DesignChoice::Auto => drop(Design::auto(1, opts.k)?),
-        DesignChoice::Given(_) => {}
-    }
+    opts.design.resolve(1, opts.k, opts.block_size)?;
     let staging = crate::atomic::StagedDir::new(out, "building")?;
     let parent = staging.parent().to_path_buf();
     let name = out
@@ -155,25 +177,7 @@ pub fn build(
     let base = read_base(input, chunk_cap, spill.path(), opts.progress)?;
     let (n, input_count) = (base.len(), base.input);
 
-    let design = match &opts.design {
-        DesignChoice::Auto => Design::auto_with_budget(
-            n,
-            opts.k,
-            crate::design::DEFAULT_MAX_TABLES,
-            opts.block_size
-                .unwrap_or(crate::design::AUTO_BLOCK_SIZES[0]),
-        )?,
-        DesignChoice::Named(name) => Design::by_name(name, opts.k)?,
-        DesignChoice::Given(d) => d.clone(),
-    };
-    if design.k() < opts.k {
-        return Err(Error::InvalidArgument(format!(
-            "design {} answers k <= {}, but k = {} was asked for",
-            design.name(),
-            design.k(),
-            opts.k
-        )));
-    }
+    let design = opts.design.resolve(n, opts.k, opts.block_size)?;
 
     let block_size = opts
         .block_size

@@ -330,19 +330,9 @@ impl Store {
         opts: &CreateOptions,
         bulk: Option<generation::SortedPairs<'_>>,
     ) -> Result<GenerationSummary> {
-        let design = match &opts.design {
-            DesignChoice::Auto => crate::Design::auto(opts.expected_keys.max(1), opts.k)?,
-            DesignChoice::Named(n) => crate::Design::by_name(n, opts.k)?,
-            DesignChoice::Given(d) => d.clone(),
-        };
-        if design.k() < opts.k {
-            return Err(Error::InvalidArgument(format!(
-                "design {} answers k <= {}, but k = {} was asked for",
-                design.name(),
-                design.k(),
-                opts.k
-            )));
-        }
+        let design = opts
+            .design
+            .resolve(opts.expected_keys.max(1), opts.k, opts.block_size)?;
         if let Some(b) = opts.block_size {
             crate::table::format::check_block_size(b)?;
         }

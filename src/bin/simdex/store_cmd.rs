@@ -258,11 +258,7 @@ pub fn rebuild(a: RebuildArgs) -> Result<()> {
     let store = a.open.open(&a.dir)?;
     let o = a.layout.options(a.open.mem, false)?;
     let n = a.expected.unwrap_or(store.stats().fingerprints);
-    let design = match o.design {
-        simdex::index::DesignChoice::Auto => simdex::Design::auto(n.max(1), o.k)?,
-        simdex::index::DesignChoice::Named(name) => simdex::Design::by_name(&name, o.k)?,
-        simdex::index::DesignChoice::Given(d) => d,
-    };
+    let design = o.design.resolve(n.max(1), o.k, o.block_size)?;
     let s = store.rebuild(design.clone(), o.codec, o.block_size)?;
     if !a.open.quiet {
         eprintln!(
