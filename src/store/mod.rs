@@ -187,8 +187,8 @@ pub struct StoreStats {
 /// Sync state shared with the group-commit thread.
 #[derive(Debug)]
 struct Durability {
-    /// A handle to the current log, for fsync without holding the writer.
-    file: Mutex<File>,
+    /// A handle to the current log, for fsync without holding the writer (none when read-only).
+    file: Mutex<Option<File>>,
     /// Bytes appended (over all logs of this process), and bytes known synced.
     appended: AtomicU64,
     synced: AtomicU64,
@@ -220,6 +220,9 @@ impl Durability {
         if self.synced.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
+        let Some(f) = f.as_ref() else {
+            return Ok(());
+        };
         let target = self.appended.load(Ordering::Acquire);
         if let Err(e) = f.sync_data() {
             let e = Error::io(None, "fsync log", e);
@@ -510,11 +513,7 @@ impl Store {
             (Some(w), Some(f))
         };
         let durability = Arc::new(Durability {
-            file: Mutex::new(match file {
-                Some(f) => f,
-                None => File::open(dir.join(generation::CURRENT_NAME))
-                    .map_err(|e| Error::io(dir.to_path_buf(), "open", e))?,
-            }),
+            file: Mutex::new(file),
             appended: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             poisoned: Mutex::new(None),
@@ -871,7 +870,7 @@ impl Store {
                         self.durability.appended.load(Ordering::Acquire),
                         Ordering::AcqRel,
                     );
-                    *f = next.try_clone_file()?;
+                    *f = Some(next.try_clone_file()?);
                 }
                 *writer = Some(next);
                 let fresh = st.active.empty_like();
