@@ -673,3 +673,75 @@ fn background_compaction_folds_full_deltas_without_the_writer() {
     let store = Store::open(&dir, &StoreOptions::default()).unwrap();
     assert_eq!(store.pairs().unwrap().len(), 150);
 }
+
+/// Read-only opens beside a writer that keeps compacting see a whole state every time: the
+/// contents after some write between the one before the open started and the one after it
+/// ended (never a generation combined with the wrong logs).
+#[test]
+fn read_only_opens_beside_a_compacting_writer_see_whole_states() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    create(&dir, "4", 256);
+    let store = Store::open(&dir, &opts(1 << 20, SyncPolicy::Manual)).unwrap();
+    let mut versions: Vec<Model> = vec![Model::new()];
+    let published = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    // Version v = ids 0..v, each with fingerprint mix64(id): known to the reader in advance.
+    for v in 1..=60u64 {
+        let mut m = versions.last().unwrap().clone();
+        m.insert((simdex::sample::mix64(v), v));
+        versions.push(m);
+    }
+    let reader = {
+        let (dir, published, done, versions) = (
+            dir.clone(),
+            Arc::clone(&published),
+            Arc::clone(&done),
+            versions.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut opened = 0;
+            while !done.load(Ordering::Acquire) {
+                let before = published.load(Ordering::Acquire);
+                let r = Store::open_read_only(&dir).unwrap();
+                let got: Model = r.pairs().unwrap().into_iter().collect();
+                let after = published.load(Ordering::Acquire);
+                let hi = (after + 1).min(versions.len() - 1);
+                assert!(
+                    (before..=hi).any(|v| versions[v] == got),
+                    "read-only open saw {} pairs, not a state between versions {before} and {hi}",
+                    got.len()
+                );
+                opened += 1;
+            }
+            opened
+        })
+    };
+    for v in 1..=60u64 {
+        store.insert(simdex::sample::mix64(v), v).unwrap();
+        published.store(v as usize, Ordering::Release);
+        if v % 2 == 0 {
+            store.compact().unwrap();
+        }
+    }
+    done.store(true, Ordering::Release);
+    assert!(reader.join().unwrap() > 0);
+}
+
+#[test]
+fn a_missing_log_is_refused_not_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    create(&dir, "4", 1024);
+    {
+        let s = Store::open(&dir, &StoreOptions::default()).unwrap();
+        s.insert(1, 1).unwrap();
+    }
+    // Generation 0's writes live in wal-000000.log; a later log without it is a gap.
+    std::fs::rename(dir.join("wal-000000.log"), dir.join("wal-000001.log")).unwrap();
+    let e = Store::open(&dir, &StoreOptions::default()).unwrap_err();
+    assert!(
+        e.is_corruption() && e.to_string().contains("without a gap"),
+        "{e}"
+    );
+}

@@ -393,14 +393,14 @@ impl Store {
     /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
     /// to the moment of opening. Safe beside a running writer.
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
-        // A writer may commit a compaction (and remove the old generation) between our reading
-        // CURRENT and opening the generation; retry a few times.
+        // A writer may commit a compaction (and remove the old generation and logs) while we
+        // open; every such case surfaces as "not found" and is retried.
         let mut last = None;
-        for _ in 0..5 {
+        for attempt in 0..100u64 {
             match Store::open_inner(dir.as_ref(), &StoreOptions::default(), true) {
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                     last = Some(source);
-                    std::thread::sleep(Duration::from_millis(20));
+                    std::thread::sleep(Duration::from_millis(1 + attempt.min(20)));
                 }
                 other => return other,
             }
@@ -481,6 +481,33 @@ impl Store {
         let generation = Generation::open(dir, g)?;
         let mut active = Layer::new(perms_of(&generation));
         let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
+        // The writes since generation G are logs G, G+1, ... without a gap (log G is created
+        // before G is committed). A gap means a writer removed logs after committing a newer
+        // generation while we were opening (read-only: retry), or damage (writer: refuse).
+        let changed = || {
+            Error::io(
+                dir.to_path_buf(),
+                "open store",
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "a compaction committed while opening; retry",
+                ),
+            )
+        };
+        if let Some(&first) = logs.first()
+            && (first != g || logs.windows(2).any(|w| w[1] != w[0] + 1))
+        {
+            if read_only {
+                return Err(changed());
+            }
+            return Err(Error::corrupt(
+                "store logs",
+                0,
+                format!("logs numbered {g}, {}, ... without a gap", g + 1),
+                format!("logs {logs:?}: writes logged in the missing ones are lost"),
+            )
+            .with_path(dir));
+        }
         let mut last_valid = None;
         for &n in &logs {
             let path = dir.join(wal::file_name(n));
@@ -501,6 +528,10 @@ impl Store {
                 }
             }
             last_valid = Some((n, c.valid_len));
+        }
+        if read_only && Current::read(dir)?.generation != g {
+            // A compaction committed while we replayed: what we read may mix two generations.
+            return Err(changed());
         }
         let (writer, file) = if read_only {
             (None, None)
