@@ -251,7 +251,7 @@ impl Index {
         self.manifest.keys == 0
     }
 
-    pub(crate) fn check_k(&self, k: u32) -> Result<()> {
+    fn check_k(&self, k: u32) -> Result<()> {
         if k > self.design().k() {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} exceeds the index's design ({}, exact up to k = {}); rebuild with --k {k}",

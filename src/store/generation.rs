@@ -186,6 +186,16 @@ impl Generation {
         &self.ids
     }
 
+    /// This generation's shape (design, codec), with `block_size` as the block size policy:
+    /// what a compaction of it writes.
+    pub fn layout(&self, block_size: Option<u32>) -> Layout {
+        Layout {
+            design: self.index.design().clone(),
+            codec: self.index.tables()[0].codec(),
+            block_size,
+        }
+    }
+
     /// Mark the generation replaced: its directory is removed when the last holder drops it.
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::SeqCst);

@@ -738,17 +738,9 @@ impl Store {
     pub fn near(&self, fp: u64, k: u32) -> Result<Vec<StoreMatch>> {
         let st = self.read_state();
         let g = &st.generation;
-        g.index().check_k(k)?;
         let layers = st.layers();
         let mut found: BTreeMap<u64, (u32, Vec<u64>)> = BTreeMap::new();
-        let mut base = Vec::new();
-        g.index().scan(fp, k, |m| {
-            base.push(m);
-            true
-        })?;
-        base.sort_unstable();
-        base.dedup();
-        for m in base {
+        for m in g.index().near(fp, k)? {
             let ids: Vec<u64> = g
                 .ids()
                 .ids_of(m.fingerprint)
@@ -918,28 +910,23 @@ impl Store {
             drop(writer);
             None
         };
-        let (generation, frozen, block_size) = {
+        let (generation, frozen) = if writer.is_some() {
+            // A rebuild holds the writer: the frozen delta plus any writes made since a failed
+            // compaction (empty otherwise; they stay in the live log too, and replaying them
+            // later is harmless).
+            let (g, layer) = self.snapshot_layer();
+            (g, Arc::new(layer))
+        } else {
             let st = self.read_state();
-            let mut frozen = st
+            let frozen = st
                 .frozen
                 .clone()
                 .unwrap_or_else(|| Arc::new(st.active.empty_like()));
-            if writer.is_some() && !st.active.is_empty() {
-                // A rebuild after a failed compaction: fold the writes made since into it too
-                // (they stay in the live log as well; replaying them later is harmless).
-                let mut all = (*frozen).clone();
-                all.absorb(&st.active);
-                frozen = Arc::new(all);
-            }
-            (Arc::clone(&st.generation), frozen, st.current.block_size)
+            (Arc::clone(&st.generation), frozen)
         };
         let layout = match relayout {
             Some(l) => l,
-            None => Layout {
-                design: generation.index().design().clone(),
-                codec: Codec::from_id(generation.index().manifest().codec).unwrap_or(Codec::HDelta),
-                block_size,
-            },
+            None => generation.layout(self.read_state().current.block_size),
         };
         let out = self.dir.join(generation::dir_name(target));
         if out.exists() {
@@ -996,12 +983,7 @@ impl Store {
             )));
         }
         let staging = crate::atomic::StagedDir::new(out, "merging")?;
-        let block_size = a.read_state().current.block_size;
-        let layout = Layout {
-            design: ga.index().design().clone(),
-            codec: Codec::from_id(ga.index().manifest().codec).unwrap_or(Codec::HDelta),
-            block_size,
-        };
+        let layout = ga.layout(a.read_state().current.block_size);
         let summary = generation::write_generation(
             staging.path(),
             0,
@@ -1021,7 +1003,7 @@ impl Store {
         )?;
         Current {
             generation: 0,
-            block_size,
+            block_size: layout.block_size,
         }
         .write(staging.path())?;
         staging.publish()?;
