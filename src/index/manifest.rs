@@ -60,6 +60,42 @@ pub struct Manifest {
     pub tables: Vec<TableEntry>,
 }
 
+/// Seal a text file: append the line `crc32 XXXXXXXX`, the salted crc (offset 0) of every byte
+/// before it. MANIFEST and the store's CURRENT are sealed text.
+pub(crate) fn seal(mut body: String) -> String {
+    let crc = crate::table::format::crc_at(0, body.as_bytes());
+    let _ = writeln!(body, "crc32 {crc:08x}");
+    body
+}
+
+/// Split sealed text into (body, crc line), checking UTF-8 and that there is a line before the
+/// crc line; `what` names the file in errors. [`check_seal`] checks the crc line.
+pub(crate) fn split_sealed<'a>(bytes: &'a [u8], what: &str) -> Result<(&'a str, &'a str)> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::corrupt(what, e.valid_up_to() as u64, "UTF-8 text", "invalid UTF-8"))?;
+    let body_end = text
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map(|i| i + 1)
+        .ok_or_else(|| Error::corrupt(what, 0, "several lines", format!("{text:?}")))?;
+    Ok(text.split_at(body_end))
+}
+
+/// Check the crc line of sealed text: the body's crc and a final newline (a file cut short
+/// loses it).
+pub(crate) fn check_seal(body: &str, crc_line: &str, what: &str) -> Result<()> {
+    let actual = crate::table::format::crc_at(0, body.as_bytes());
+    if crc_line != format!("crc32 {actual:08x}\n") {
+        return Err(Error::corrupt(
+            format!("{what} crc32"),
+            body.len() as u64,
+            format!("\"crc32 {actual:08x}\" and a final newline"),
+            format!("{crc_line:?}"),
+        ));
+    }
+    Ok(())
+}
+
 fn perm_text(p: &Permutation) -> String {
     p.as_array()
         .iter()
@@ -92,9 +128,7 @@ impl Manifest {
                 perm_text(&t.permutation)
             );
         }
-        let crc = crate::table::format::crc_at(0, s.as_bytes());
-        let _ = writeln!(s, "crc32 {crc:08x}");
-        s
+        seal(s)
     }
 
     /// Write `dir/MANIFEST` atomically.
@@ -115,21 +149,8 @@ impl Manifest {
                 format!("{found:?}"),
             )
         };
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            Error::corrupt(
-                "manifest",
-                e.valid_up_to() as u64,
-                "UTF-8 text",
-                "invalid UTF-8",
-            )
-        })?;
         // The crc line is the last line; it covers every byte before it.
-        let body_end = text
-            .trim_end_matches('\n')
-            .rfind('\n')
-            .map(|i| i + 1)
-            .ok_or_else(|| bad(1, "several lines", text))?;
-        let (body, crc_line) = text.split_at(body_end);
+        let (body, crc_line) = split_sealed(bytes, "manifest")?;
         let first = body.lines().next().unwrap_or("");
         match first.strip_prefix("simdex-index ") {
             Some(v) if v == INDEX_VERSION.to_string() => {}
@@ -143,20 +164,7 @@ impl Manifest {
             }
             None => return Err(bad(1, "\"simdex-index 1\"", first)),
         }
-        let stored = crc_line
-            .trim_end()
-            .strip_prefix("crc32 ")
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .ok_or_else(|| bad(body.lines().count() + 1, "crc32 <8 hex digits>", crc_line))?;
-        let actual = crate::table::format::crc_at(0, body.as_bytes());
-        if stored != actual || !crc_line.ends_with('\n') {
-            return Err(Error::corrupt(
-                "manifest crc32",
-                body_end as u64,
-                format!("{actual:08x} and a final newline"),
-                format!("{crc_line:?}"),
-            ));
-        }
+        check_seal(body, crc_line, "manifest")?;
         let lines: Vec<&str> = body.lines().collect();
         let field = |i: usize, name: &str| -> Result<&str> {
             let l = lines.get(i).copied().unwrap_or("");

@@ -50,17 +50,14 @@ pub struct Current {
 }
 
 impl Current {
-    /// Serialize (text, last line a crc32 of the lines before it).
+    /// Serialize (sealed text: the last line is a crc32 of the lines before it).
     pub fn encode(&self) -> String {
-        let mut s = format!(
+        crate::index::manifest::seal(format!(
             "simdex-store {STORE_VERSION}\ngeneration {}\nblock-size {}\n",
             self.generation,
             self.block_size
                 .map_or_else(|| "auto".to_string(), |b| b.to_string())
-        );
-        let crc = crate::table::format::crc_at(0, s.as_bytes());
-        s.push_str(&format!("crc32 {crc:08x}\n"));
-        s
+        ))
     }
 
     /// Parse and validate.
@@ -68,20 +65,8 @@ impl Current {
         let bad = |expected: &str, found: &str| {
             Error::corrupt("CURRENT", 0, expected.to_string(), format!("{found:?}"))
         };
-        let text = std::str::from_utf8(bytes).map_err(|_| bad("UTF-8 text", "invalid UTF-8"))?;
-        if !text.ends_with('\n') {
-            return Err(bad("lines ending in a newline (a truncated file?)", text));
-        }
-        let body_end = text
-            .trim_end_matches('\n')
-            .rfind('\n')
-            .map(|i| i + 1)
-            .ok_or_else(|| bad("four lines", text))?;
-        let (body, last) = text.split_at(body_end);
-        let crc = crate::table::format::crc_at(0, body.as_bytes());
-        if last.trim_end() != format!("crc32 {crc:08x}") {
-            return Err(bad(&format!("crc32 {crc:08x}"), last.trim_end()));
-        }
+        let (body, crc_line) = crate::index::manifest::split_sealed(bytes, "CURRENT")?;
+        crate::index::manifest::check_seal(body, crc_line, "CURRENT")?;
         let lines: Vec<&str> = body.lines().collect();
         let field = |i: usize, key: &str| -> Result<&str> {
             lines
