@@ -133,18 +133,7 @@ impl BlockEncoder {
 
 /// Check the crc32 of block `index`, whose bytes `block` were read at file offset `offset`.
 pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
-    let crc_at = block.len() - BLOCK_TRAILER_LEN;
-    let stored = u32::from_le_bytes(block[crc_at..].try_into().unwrap());
-    let actual = block_crc(offset, &block[..crc_at]);
-    if stored != actual {
-        return Err(Error::corrupt(
-            format!("block {index} crc32"),
-            offset + crc_at as u64,
-            format!("{actual:#010x}"),
-            format!("{stored:#010x}"),
-        ));
-    }
-    Ok(())
+    crate::table::format::check_crc(|| format!("block {index} crc32"), offset, block)
 }
 
 /// Decodes the keys of one block in order.

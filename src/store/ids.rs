@@ -21,7 +21,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
-use crate::table::format::crc_at;
+use crate::table::format::{check_crc, crc_at};
 
 /// Magic bytes at the start of an id map.
 pub const IDS_MAGIC: [u8; 8] = *b"SIMDXIDS";
@@ -100,16 +100,7 @@ impl IdsHeader {
                 format!("{:02x?}", &b[..8]),
             ));
         }
-        let crc = crc_at(0, &b[..44]);
-        let stored = LE::read_u32(&b[44..48]);
-        if crc != stored {
-            return Err(Error::corrupt(
-                "id map header crc32",
-                44,
-                format!("{crc:08x}"),
-                format!("{stored:08x}"),
-            ));
-        }
+        check_crc(|| "id map header crc32".into(), 0, &b[..IDS_HEADER_LEN])?;
         let version = LE::read_u32(&b[8..12]);
         if version != IDS_VERSION {
             return Err(Error::Unsupported {
@@ -311,16 +302,11 @@ impl<D: AsRef<[u8]>> IdMap<D> {
         }
         let foff = IDS_HEADER_LEN + (header.blocks * bs) as usize;
         let footer = &b[foff..b.len() - 4];
-        let crc = crc_at(foff as u64, footer);
-        let stored = LE::read_u32(&b[b.len() - 4..]);
-        if crc != stored {
-            return Err(Error::corrupt(
-                "id map first-fingerprint array crc32",
-                (b.len() - 4) as u64,
-                format!("{crc:08x}"),
-                format!("{stored:08x}"),
-            ));
-        }
+        check_crc(
+            || "id map first-fingerprint array crc32".into(),
+            foff as u64,
+            &b[foff..],
+        )?;
         let first_fps: Vec<u64> = footer.chunks_exact(8).map(LE::read_u64).collect();
         if first_fps.windows(2).any(|w| w[0] > w[1]) {
             return Err(Error::corrupt(
@@ -373,16 +359,7 @@ impl<D: AsRef<[u8]>> IdMap<D> {
         let bs = self.header.block_size as usize;
         let off = IDS_HEADER_LEN + i * bs;
         let blk = &self.data.as_ref()[off..off + bs];
-        let crc = crc_at(off as u64, &blk[..bs - 4]);
-        let stored = LE::read_u32(&blk[bs - 4..]);
-        if crc != stored {
-            return Err(Error::corrupt(
-                format!("id map block {i} crc32"),
-                (off + bs - 4) as u64,
-                format!("{crc:08x}"),
-                format!("{stored:08x}"),
-            ));
-        }
+        check_crc(|| format!("id map block {i} crc32"), off as u64, blk)?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("id map block {i}"),

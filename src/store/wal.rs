@@ -170,15 +170,7 @@ pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
             format!("{:02x?}", &h[..8]),
         ));
     }
-    let crc = crc_at(0, &h[..28]);
-    if crc != LE::read_u32(&h[28..32]) {
-        return Err(Error::corrupt(
-            "log header crc32",
-            28,
-            format!("{crc:08x}"),
-            format!("{:08x}", LE::read_u32(&h[28..32])),
-        ));
-    }
+    crate::table::format::check_crc(|| "log header crc32".into(), 0, h)?;
     let version = LE::read_u32(&h[8..12]);
     if version != WAL_VERSION {
         return Err(Error::Unsupported {

@@ -35,6 +35,24 @@ pub fn crc_at(offset: u64, bytes: &[u8]) -> u32 {
     crate::block::block_crc(offset, bytes)
 }
 
+/// Check a structure that ends in its crc32: `bytes` is the whole structure, read at file
+/// offset `offset`, its last 4 bytes the stored crc (little-endian) of the rest. The error names
+/// `structure()` (built only on failure) and the crc field's offset.
+pub fn check_crc(structure: impl FnOnce() -> String, offset: u64, bytes: &[u8]) -> Result<()> {
+    let at = bytes.len() - 4;
+    let stored = LE::read_u32(&bytes[at..]);
+    let actual = crc_at(offset, &bytes[..at]);
+    if stored != actual {
+        return Err(Error::corrupt(
+            structure(),
+            offset + at as u64,
+            format!("{actual:#010x}"),
+            format!("{stored:#010x}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The table header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
@@ -100,16 +118,7 @@ impl Header {
                 found: version as u64,
             });
         }
-        let stored = LE::read_u32(&b[172..176]);
-        let actual = crc_at(0, &b[..172]);
-        if stored != actual {
-            return Err(Error::corrupt(
-                "table header crc32",
-                172,
-                format!("{actual:#010x}"),
-                format!("{stored:#010x}"),
-            ));
-        }
+        check_crc(|| "table header crc32".into(), 0, &b[..176])?;
         let codec_id = LE::read_u32(&b[12..16]);
         let codec = Codec::from_id(codec_id).ok_or(Error::Unsupported {
             path: None,
@@ -200,16 +209,7 @@ impl Trailer {
                 found: version as u64,
             });
         }
-        let stored = LE::read_u32(&b[20..24]);
-        let actual = crc_at(offset, &b[..20]);
-        if stored != actual {
-            return Err(Error::corrupt(
-                "table trailer crc32",
-                offset + 20,
-                format!("{actual:#010x}"),
-                format!("{stored:#010x}"),
-            ));
-        }
+        check_crc(|| "table trailer crc32".into(), offset, &b[..24])?;
         Ok(Trailer {
             footer_offset: LE::read_u64(&b[0..8]),
             footer_len: LE::read_u64(&b[8..16]),

@@ -16,7 +16,7 @@ use crate::block::{self, BlockDecoder};
 use crate::codec::huffman::{Code, DecodeTable};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
-use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, crc_at};
+use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_crc};
 
 /// An open table over bytes `D`.
 #[derive(Debug)]
@@ -135,16 +135,11 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let foff = trailer.footer_offset as usize;
         let arr = &bytes[foff..foff + n as usize * 8];
-        let stored = LE::read_u32(&bytes[foff + n as usize * 8..toff as usize]);
-        let actual = crc_at(trailer.footer_offset, arr);
-        if stored != actual {
-            return Err(Error::corrupt(
-                "table footer crc32",
-                toff - 4,
-                format!("{actual:#010x}"),
-                format!("{stored:#010x}"),
-            ));
-        }
+        check_crc(
+            || "table footer crc32".into(),
+            trailer.footer_offset,
+            &bytes[foff..toff as usize],
+        )?;
         let mut last_keys = Vec::with_capacity(n as usize);
         for (i, c) in arr.chunks_exact(8).enumerate() {
             let k = LE::read_u64(c);
