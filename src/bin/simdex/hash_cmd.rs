@@ -10,7 +10,7 @@ use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
 use simdex::{Error, Result};
 
 /// Where documents come from and how they are hashed (shared by every document command).
-#[derive(clap::Args, Clone)]
+#[derive(clap::Args)]
 pub struct DocArgs {
     /// Files, directories (read recursively; `.gz` files are decompressed) or `-` for standard
     /// input (one document, or JSONL with --jsonl).
@@ -102,21 +102,26 @@ fn walk(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// order. Returns (documents, bad lines skipped).
 fn for_each_doc(a: &DocArgs, mut emit: impl FnMut(u64, &Doc) -> Result<()>) -> Result<(u64, u64)> {
     let hasher = a.hasher()?;
-    let hash = |d: &Doc| {
-        if a.html {
-            hasher.hash_html(&d.text)
-        } else {
-            hasher.hash_text(&d.text)
-        }
-    };
+    read_docs(a, |docs| {
+        let fps: Vec<u64> = docs.par_iter().map(|d| hasher.hash_text(&d.text)).collect();
+        fps.into_iter()
+            .zip(&docs)
+            .try_for_each(|(fp, d)| emit(fp, d))
+    })
+}
+
+/// Read every document in input order, a chunk at a time (with --html, `text` is already the
+/// visible text, extracted on all cores). Returns (documents, bad lines skipped).
+fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> Result<(u64, u64)> {
     let pb = simdex::index::build::progress_bar(!a.quiet, None, "documents");
     let (mut n, mut bad) = (0u64, 0u64);
-    let mut run = |docs: Vec<Doc>, n: &mut u64| -> Result<()> {
-        let fps: Vec<u64> = docs.par_iter().map(hash).collect();
-        for (fp, d) in fps.into_iter().zip(&docs) {
-            emit(fp, d)?;
+    let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
+        if a.html {
+            docs.par_iter_mut()
+                .for_each(|d| d.text = simhash::html::visible_text(&d.text));
         }
         *n += docs.len() as u64;
+        chunk(docs)?;
         pb.set_position(*n);
         Ok(())
     };
@@ -418,19 +423,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
     }
     // Read the corpus once.
     let mut docs: Vec<Doc> = Vec::new();
-    let mut plain = a.docs.clone();
-    plain.idf = None;
-    for_each_doc(&plain, |_, d| {
-        if docs.len() < a.max_docs {
-            docs.push(Doc {
-                id: d.id.clone(),
-                text: if a.docs.html {
-                    simhash::html::visible_text(&d.text)
-                } else {
-                    d.text.clone()
-                },
-            });
-        }
+    read_docs(&a.docs, |chunk| {
+        let room = a.max_docs.saturating_sub(docs.len());
+        docs.extend(chunk.into_iter().take(room));
         Ok(())
     })?;
     let sets: Vec<Vec<u64>> = docs.par_iter().map(|d| eval_set(&d.text)).collect();
@@ -606,17 +601,18 @@ pub struct IdfArgs {
 
 /// Run `idf`: learn per-feature weights from a corpus.
 pub fn idf(a: IdfArgs) -> Result<()> {
-    let mut plain = a.docs.clone();
-    plain.idf = None;
-    let h = plain.hasher()?;
+    let h = Simhasher::new(SimhashOptions {
+        shingle: a.docs.shingle,
+        weights: None,
+    })?;
     let mut feats: Vec<Vec<u64>> = Vec::new();
-    for_each_doc(&plain, |_, d| {
-        let text = if a.docs.html {
-            simhash::html::visible_text(&d.text)
-        } else {
-            d.text.clone()
-        };
-        feats.push(h.features(&text).into_iter().map(|(f, _)| f).collect());
+    read_docs(&a.docs, |chunk| {
+        feats.par_extend(chunk.par_iter().map(|d| {
+            h.features(&d.text)
+                .into_iter()
+                .map(|(f, _)| f)
+                .collect::<Vec<u64>>()
+        }));
         Ok(())
     })?;
     let t = IdfTable::build(a.docs.shingle, feats.iter().map(|v| &v[..]));
