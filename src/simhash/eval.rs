@@ -13,24 +13,13 @@ use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
-use super::{feature_hash, tokens};
-
 /// The distinct hashes of a text's word n-shingles, ascending (the ground truth's sets).
 pub fn shingle_set(text: &str, n: usize) -> Vec<u64> {
-    let toks = tokens::tokens(text);
-    let mut v: Vec<u64> = if toks.len() < n {
-        if toks.is_empty() {
-            Vec::new()
-        } else {
-            vec![feature_hash(&toks.join(" "))]
-        }
-    } else {
-        toks.windows(n)
-            .map(|w| feature_hash(&w.join(" ")))
-            .collect()
-    };
+    let mut v: Vec<u64> = super::shingle_features(text, n)
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect();
     v.sort_unstable();
-    v.dedup();
     v
 }
 

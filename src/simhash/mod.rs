@@ -84,6 +84,44 @@ pub fn feature_hash(feature: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(feature.as_bytes(), FEATURE_SEED)
 }
 
+/// The features of `text` with shingle size `n` (≥ 1): the hashes of its word n-shingles (one
+/// feature of all its words if it has fewer than n) with their occurrence counts, in first-seen
+/// order. Steps 3 and 4 of `format-spec/simhash.md`.
+pub fn shingle_features(text: &str, n: usize) -> Vec<(u64, u64)> {
+    let toks = tokens::tokens(text);
+    let n = n.max(1);
+    // Keys are already xxh3 hashes: no need to hash them again.
+    let mut counts: HashMap<u64, u64, BuildIdentity> = HashMap::default();
+    let mut order = Vec::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(64);
+    let mut add = |words: &[String]| {
+        // The words joined by single spaces, in one reused buffer.
+        buf.clear();
+        for (i, w) in words.iter().enumerate() {
+            if i > 0 {
+                buf.push(b' ');
+            }
+            buf.extend_from_slice(w.as_bytes());
+        }
+        let h = xxhash_rust::xxh3::xxh3_64_with_seed(&buf, FEATURE_SEED);
+        let c = counts.entry(h).or_insert(0);
+        if *c == 0 {
+            order.push(h);
+        }
+        *c += 1;
+    };
+    if toks.len() < n {
+        if !toks.is_empty() {
+            add(&toks);
+        }
+    } else {
+        for w in toks.windows(n) {
+            add(w);
+        }
+    }
+    order.into_iter().map(|h| (h, counts[&h])).collect()
+}
+
 /// A `Hasher` that passes a `u64` key through: for maps keyed by feature hashes.
 #[derive(Default, Clone, Copy)]
 struct Identity(u64);
@@ -147,38 +185,7 @@ impl Simhasher {
 
     /// The document's features (hashes) with their occurrence counts, in first-seen order.
     pub fn features(&self, text: &str) -> Vec<(u64, u64)> {
-        let toks = tokens::tokens(text);
-        let n = self.opts.shingle;
-        // Keys are already xxh3 hashes: no need to hash them again.
-        let mut counts: HashMap<u64, u64, BuildIdentity> = HashMap::default();
-        let mut order = Vec::new();
-        let mut buf: Vec<u8> = Vec::with_capacity(64);
-        let mut add = |words: &[String]| {
-            // The words joined by single spaces, in one reused buffer.
-            buf.clear();
-            for (i, w) in words.iter().enumerate() {
-                if i > 0 {
-                    buf.push(b' ');
-                }
-                buf.extend_from_slice(w.as_bytes());
-            }
-            let h = xxhash_rust::xxh3::xxh3_64_with_seed(&buf, FEATURE_SEED);
-            let c = counts.entry(h).or_insert(0);
-            if *c == 0 {
-                order.push(h);
-            }
-            *c += 1;
-        };
-        if toks.len() < n {
-            if !toks.is_empty() {
-                add(&toks);
-            }
-        } else {
-            for w in toks.windows(n) {
-                add(w);
-            }
-        }
-        order.into_iter().map(|h| (h, counts[&h])).collect()
+        shingle_features(text, self.opts.shingle)
     }
 
     /// The fingerprint of plain text.
