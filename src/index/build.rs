@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::index::manifest::{Manifest, TableEntry};
+use crate::index::manifest::{Manifest, TableEntry, table_file_name};
 use crate::table::{self, TableOptions};
 
 /// Which design to build.
@@ -186,7 +186,6 @@ pub fn build(
     // Phase 2: one table per permutation.
     let t = design.tables().len();
     let pb = progress_bar(opts.progress, Some(n * t as u64), "tables");
-    let file_name = |i: usize| format!("table-{i:02}.sxt");
     let build_one = |i: usize| -> Result<TableEntry> {
         let td = &design.tables()[i];
         let topts = TableOptions {
@@ -194,7 +193,7 @@ pub fn build(
             codec: opts.codec,
             permutation: td.permutation.clone(),
         };
-        let path = staging.path().join(file_name(i));
+        let path = staging.path().join(table_file_name(i));
         match &base.data {
             Base::Memory(v) => {
                 let mut keys: Vec<u64> = v.iter().map(|&x| td.permutation.apply(x)).collect();
@@ -212,7 +211,7 @@ pub fn build(
         pb.inc(n);
         let (bytes, xxh3) = super::file_digest(&path)?;
         Ok(TableEntry {
-            file: file_name(i),
+            file: table_file_name(i),
             bytes,
             xxh3,
         })

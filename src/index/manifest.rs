@@ -60,6 +60,11 @@ pub struct Manifest {
     pub tables: Vec<TableEntry>,
 }
 
+/// File name of table `i` in an index directory.
+pub fn table_file_name(i: usize) -> String {
+    format!("table-{i:02}.sxt")
+}
+
 /// Seal a text file: append the line `crc32 XXXXXXXX`, the salted crc (offset 0) of every byte
 /// before it. MANIFEST and the store's CURRENT are sealed text.
 pub(crate) fn seal(mut body: String) -> String {

@@ -25,7 +25,7 @@ use super::ids::{IDS_BLOCK_SIZE, IdMap, IdsWriter};
 use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry};
+use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry, table_file_name};
 use crate::table::{self, TableOptions};
 
 /// File naming the live generation.
@@ -408,7 +408,6 @@ pub fn write_generation_with(
         .iter()
         .filter_map(|s| s.generation)
         .all(|g| g.index.design() == design);
-    let file_name = |i: usize| format!("table-{i:02}.sxt");
     let entries: Vec<TableEntry> = if same_design {
         let pb = crate::index::build::progress_bar(progress, Some(n * t as u64), "tables");
         let gens: Vec<&Generation> = sources.iter().filter_map(|s| s.generation).collect();
@@ -425,7 +424,7 @@ pub fn write_generation_with(
                     codec: layout.codec,
                     permutation: perm.clone(),
                 };
-                let path = staging.path().join(file_name(i));
+                let path = staging.path().join(table_file_name(i));
                 let pass = || -> Result<BoxIter<'_, u64>> {
                     let mut streams: Vec<std::iter::Peekable<BoxIter<'_, u64>>> = gens
                         .iter()
@@ -463,7 +462,7 @@ pub fn write_generation_with(
                 pb.inc(n);
                 let (bytes, xxh3) = crate::index::file_digest(&path)?;
                 Ok(TableEntry {
-                    file: file_name(i),
+                    file: table_file_name(i),
                     bytes,
                     xxh3,
                 })
