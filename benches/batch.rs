@@ -56,13 +56,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     let t0 = Instant::now();
     let r = idx
-        .batch_near(
-            &batch,
-            &BatchOptions {
-                within: false,
-                ..Default::default()
-            },
-        )
+        .batch_near(&batch, &BatchOptions::default().with_within(false))
         .unwrap();
     let el = t0.elapsed().as_secs_f64();
     println!(

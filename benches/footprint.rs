@@ -85,11 +85,9 @@ fn main() {
         for codec in Codec::ALL {
             for block in [256u32, 1024, 4096] {
                 let path = dir.path().join("t.sxt");
-                let opts = TableOptions {
-                    block_size: block,
-                    codec,
-                    ..Default::default()
-                };
+                let opts = TableOptions::default()
+                    .with_block_size(block)
+                    .with_codec(codec);
                 table::build_file(&path, &opts, || Ok(keys.iter().map(|&k| Ok(k)))).unwrap();
                 let before = HEAP.load(Ordering::Relaxed);
                 let t = Table::open(&path).unwrap();

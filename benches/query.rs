@@ -140,14 +140,12 @@ fn main() {
                 };
                 let dir = tempfile::tempdir().unwrap();
                 let path = dir.path().join("idx");
-                let opts = BuildOptions {
-                    k,
-                    design: DesignChoice::Given(design.clone()),
-                    block_size: Some(b as u32),
-                    codec,
-                    mem_bytes: 4 << 30,
-                    progress: false,
-                };
+                let opts = BuildOptions::default()
+                    .with_k(k)
+                    .with_design(DesignChoice::Given(design.clone()))
+                    .with_block_size(Some(b as u32))
+                    .with_codec(codec)
+                    .with_mem_bytes(4 << 30);
                 let built = index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
                 let build_s = built.elapsed.as_secs_f64();
                 let idx = Index::open(&path).unwrap();

@@ -34,18 +34,13 @@ fn rss() -> u64 {
 }
 
 fn create_opts() -> CreateOptions {
-    CreateOptions {
-        design: DesignChoice::Named("10".into()),
-        ..CreateOptions::default()
-    }
+    CreateOptions::default().with_design(DesignChoice::Named("10".into()))
 }
 
 fn opts(sync: SyncPolicy, max_delta: u64) -> StoreOptions {
-    StoreOptions {
-        sync,
-        max_delta,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default()
+        .with_sync(sync)
+        .with_max_delta(max_delta)
 }
 
 /// Single inserts for about `budget`, from `threads` threads; returns inserts per second.

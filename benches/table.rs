@@ -43,11 +43,9 @@ fn codec(c: &mut Criterion) {
         .into_iter()
         .flat_map(|b| Codec::ALL.map(|c| (b, c)))
     {
-        let opts = TableOptions {
-            block_size: bs,
-            codec,
-            ..Default::default()
-        };
+        let opts = TableOptions::default()
+            .with_block_size(bs)
+            .with_codec(codec);
         let id = format!("{codec}/{bs}");
         g.bench_with_input(BenchmarkId::new("encode", &id), &opts, |b, opts| {
             b.iter(|| table::build_bytes(black_box(&keys), opts).unwrap())
@@ -108,11 +106,9 @@ fn probe(c: &mut Criterion) {
         .into_iter()
         .flat_map(|b| Codec::ALL.map(|c| (b, c)))
     {
-        let opts = TableOptions {
-            block_size: bs,
-            codec,
-            ..Default::default()
-        };
+        let opts = TableOptions::default()
+            .with_block_size(bs)
+            .with_codec(codec);
         let t = Table::from_bytes(table::build_bytes(&keys, &opts).unwrap()).unwrap();
         report_size(&t);
         g.bench_function(BenchmarkId::new(format!("{codec}_b{bs}"), p), |b| {

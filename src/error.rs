@@ -82,6 +82,9 @@ pub enum Error {
     /// An earlier write or fsync failed; the store refuses further writes until reopened
     /// (after a failed fsync the kernel may have dropped the dirty pages: retrying would lie).
     Poisoned(String),
+    /// The caller's [`Progress`](crate::progress::Progress) asked the operation to stop; nothing
+    /// was published.
+    Cancelled,
 }
 
 impl Error {
@@ -121,6 +124,16 @@ impl Error {
             *path = Some(p.to_path_buf());
         }
         self
+    }
+
+    /// The operating-system error behind an [`Error::Io`] (its kind tells "not found" from
+    /// "permission denied"). Its message is already part of this error's `Display`, so
+    /// [`source`](std::error::Error::source) does not repeat it.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
     }
 
     /// True when the error says the data is damaged (as opposed to I/O or usage errors).
@@ -196,15 +209,11 @@ impl fmt::Display for Error {
                 "the store refuses writes after an earlier failure ({why}); reopen it to \
                  recover from its log"
             ),
+            Error::Cancelled => write!(f, "cancelled; nothing was published"),
         }
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// No `source()`: every message already includes its cause (an I/O error's text), and an error
+/// chain printer would otherwise print it twice. [`Error::io_error`] gives the cause itself.
+impl std::error::Error for Error {}

@@ -57,16 +57,33 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod atomic;
-pub mod block;
+/// Declares a module that is `pub(crate)`, or, with the `internals` feature, public but hidden
+/// and outside semver: for this repository's own CLI, tests, benches and fuzzers, which reach
+/// into the codec, block, log and id-map layers that embedders never need.
+macro_rules! internal_mod {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$m])*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code)]
+        pub(crate) mod $name;
+    };
+}
+
+internal_mod!(atomic);
+internal_mod!(checksum);
 pub mod codec;
 pub mod design;
 pub mod error;
 pub mod fingerprint;
 pub mod index;
-pub mod input;
 pub mod permutation;
-pub mod sample;
+pub mod progress;
+internal_mod!(sample);
+internal_mod!(sealed);
 pub mod simhash;
 pub mod store;
 pub mod table;
@@ -75,6 +92,7 @@ pub use design::Design;
 pub use error::{Error, Result};
 pub use index::{Index, Match};
 pub use permutation::Permutation;
+pub use progress::{Progress, ProgressHandle};
 pub use store::{Store, StoreMatch, StoreOptions, SyncPolicy};
 pub use table::{Table, TableOptions};
 

@@ -52,14 +52,11 @@ fn data(seed: u64) -> (Vec<u64>, Vec<u64>) {
 }
 
 fn build(dir: &std::path::Path, fps: &[u64], design: &str, b: u32) -> Index {
-    let opts = BuildOptions {
-        k: 3,
-        design: DesignChoice::Named(design.into()),
-        block_size: Some(b),
-        mem_bytes: 1 << 30,
-        progress: false,
-        ..Default::default()
-    };
+    let opts = BuildOptions::default()
+        .with_k(3)
+        .with_design(DesignChoice::Named(design.into()))
+        .with_block_size(Some(b))
+        .with_mem_bytes(1 << 30);
     index::build(dir, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
     Index::open(dir).unwrap()
 }
@@ -74,13 +71,7 @@ fn batch_equals_brute_force_for_every_design_and_k() {
         let idx = build(&dir.path().join("i"), &stored, design, 128);
         for k in 0..=3 {
             let r = idx
-                .batch_near(
-                    &batch,
-                    &BatchOptions {
-                        k,
-                        ..Default::default()
-                    },
-                )
+                .batch_near(&batch, &BatchOptions::default().with_k(k))
                 .unwrap();
             assert_eq!(
                 r.pairs,
@@ -98,14 +89,8 @@ fn batch_equals_brute_force_for_every_design_and_k() {
             );
         }
         assert!(
-            idx.batch_near(
-                &batch,
-                &BatchOptions {
-                    k: 4,
-                    ..Default::default()
-                }
-            )
-            .is_err()
+            idx.batch_near(&batch, &BatchOptions::default().with_k(4))
+                .is_err()
         );
     }
 }
@@ -123,10 +108,7 @@ fn shards_merge_to_exactly_the_unsharded_result() {
             let mut within = Vec::new();
             let mut scanned = 0;
             for i in 0..n {
-                let opts = BatchOptions {
-                    shard: Shard { index: i, count: n },
-                    ..Default::default()
-                };
+                let opts = BatchOptions::default().with_shard(Shard { index: i, count: n });
                 let r = idx.batch_near(&batch, &opts).unwrap();
                 assert!(
                     i == 0 || r.within.is_empty(),

@@ -70,11 +70,9 @@ fn fast_and_reference_block_decoders_agree() {
             .into_iter()
             .flat_map(|b| Codec::ALL.map(|c| (b, c)))
         {
-            let o = TableOptions {
-                block_size: bs,
-                codec,
-                ..Default::default()
-            };
+            let o = TableOptions::default()
+                .with_block_size(bs)
+                .with_codec(codec);
             let t = Table::from_bytes(table::build_bytes(&keys, &o).unwrap()).unwrap();
             for i in 0..t.block_count() {
                 let mut d = t.block(i).unwrap();

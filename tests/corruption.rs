@@ -14,11 +14,9 @@ fn small_table() -> (Vec<u64>, Vec<u8>) {
 
 fn small_table_with(codec: simdex::codec::Codec) -> (Vec<u64>, Vec<u8>) {
     let keys = sorted_set(&random_keys(120, 4));
-    let o = TableOptions {
-        block_size: 128,
-        codec,
-        ..Default::default()
-    };
+    let o = TableOptions::default()
+        .with_block_size(128)
+        .with_codec(codec);
     let bytes = table::build_bytes(&keys, &o).unwrap();
     (keys, bytes)
 }
@@ -199,11 +197,9 @@ mod index_sweep {
             .collect();
         let tmp = tempfile::tempdir().unwrap();
         let good = tmp.path().join("good");
-        let opts = BuildOptions {
-            design: DesignChoice::Named("4".into()),
-            block_size: Some(128),
-            ..Default::default()
-        };
+        let opts = BuildOptions::default()
+            .with_design(DesignChoice::Named("4".into()))
+            .with_block_size(Some(128));
         index::build(&good, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
         let files: Vec<String> = {
             let mut v: Vec<String> = std::fs::read_dir(&good)
@@ -275,10 +271,7 @@ impl std::io::Seek for FailingWriter {
 #[test]
 fn a_full_disk_at_any_byte_is_an_error_not_a_panic() {
     let keys = sorted_set(&random_keys(300, 5));
-    let o = TableOptions {
-        block_size: 128,
-        ..Default::default()
-    };
+    let o = TableOptions::default().with_block_size(128);
     let full = table::build_bytes(&keys, &o).unwrap().len() as u64;
     for limit in 0..full {
         let w = FailingWriter {
@@ -326,11 +319,9 @@ fn store_files_every_byte_flip_and_truncation() {
     let dir = tmp.path().join("s");
     Store::create(
         &dir,
-        &CreateOptions {
-            design: DesignChoice::Named("4".into()),
-            block_size: Some(128),
-            ..CreateOptions::default()
-        },
+        &CreateOptions::default()
+            .with_design(DesignChoice::Named("4".into()))
+            .with_block_size(Some(128)),
     )
     .unwrap();
     let mut s = 9u64;

@@ -99,11 +99,10 @@ fn source_keys(v: &Vector) -> Vec<u64> {
 fn golden_vectors_decode_and_reproduce() {
     let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
     for v in vectors() {
-        let opts = TableOptions {
-            block_size: v.block_size,
-            permutation: v.permutation.clone(),
-            codec: v.codec,
-        };
+        let opts = TableOptions::default()
+            .with_block_size(v.block_size)
+            .with_permutation(v.permutation.clone())
+            .with_codec(v.codec);
         let bin = dir().join(format!("{}.sxt", v.name));
         if regen {
             let keys = source_keys(&v);
@@ -145,11 +144,9 @@ fn golden_index_opens_answers_and_reproduces() {
     use simdex::index::{self, BuildOptions, DesignChoice};
     let vdir = dir().join("v1-index");
     let fps_path = dir().join("v1-index.fps");
-    let opts = BuildOptions {
-        design: DesignChoice::Named("4".into()),
-        block_size: Some(128),
-        ..Default::default()
-    };
+    let opts = BuildOptions::default()
+        .with_design(DesignChoice::Named("4".into()))
+        .with_block_size(Some(128));
     if std::env::var_os("SIMDEX_REGEN_VECTORS").is_some() {
         let mut s = 11;
         let mut fps: Vec<u64> = (0..30).map(|_| splitmix(&mut s)).collect();
@@ -165,7 +162,11 @@ fn golden_index_opens_answers_and_reproduces() {
         let _ = std::fs::remove_dir_all(&vdir);
         index::build(&vdir, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
     }
-    let fps = simdex::input::read_all(&fps_path, simdex::input::Format::Hex).unwrap();
+    let fps: Vec<u64> = std::fs::read_to_string(&fps_path)
+        .unwrap()
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
     let idx = simdex::Index::open(&vdir).unwrap();
     idx.verify().unwrap();
     for &q in &fps {

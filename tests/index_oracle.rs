@@ -48,14 +48,11 @@ fn build(
     block_size: u32,
     mem: u64,
 ) -> Index {
-    let opts = BuildOptions {
-        k,
-        design,
-        block_size: Some(block_size),
-        mem_bytes: mem,
-        progress: false,
-        ..Default::default()
-    };
+    let opts = BuildOptions::default()
+        .with_k(k)
+        .with_design(design)
+        .with_block_size(Some(block_size))
+        .with_mem_bytes(mem);
     index::build(dir, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
     Index::open(dir).unwrap()
 }
@@ -79,7 +76,7 @@ fn check(idx: &Index, fps: &[u64], seed: u64) {
     queries.extend([0, u64::MAX]);
     for k in 0..=dk {
         let many = idx.near_many(&queries, k).unwrap();
-        for (q, got) in queries.iter().zip(many) {
+        for (q, got) in queries.iter().zip(many.iter()) {
             let want = brute(&set, *q, k);
             assert_eq!(
                 got,
@@ -174,13 +171,12 @@ fn external_build_is_byte_identical_to_in_memory_build() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("mem");
     let b = dir.path().join("ext");
-    let opts = |mem| BuildOptions {
-        k: 3,
-        design: DesignChoice::Named("10".into()),
-        block_size: Some(1024),
-        mem_bytes: mem,
-        progress: false,
-        ..Default::default()
+    let opts = |mem| {
+        BuildOptions::default()
+            .with_k(3)
+            .with_design(DesignChoice::Named("10".into()))
+            .with_block_size(Some(1024))
+            .with_mem_bytes(mem)
     };
     let sa = index::build(&a, fps.iter().map(|&x| Ok(x)), &opts(1 << 30)).unwrap();
     let sb = index::build(&b, fps.iter().map(|&x| Ok(x)), &opts(1 << 20)).unwrap();
@@ -273,12 +269,10 @@ fn gap_codec_indexes_match_brute_force() {
     for design in ["10", "m2c1r1"] {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("idx");
-        let opts = BuildOptions {
-            design: DesignChoice::Named(design.into()),
-            block_size: Some(256),
-            codec: simdex::codec::Codec::Gap,
-            ..Default::default()
-        };
+        let opts = BuildOptions::default()
+            .with_design(DesignChoice::Named(design.into()))
+            .with_block_size(Some(256))
+            .with_codec(simdex::codec::Codec::Gap);
         index::build(&p, fps.iter().map(|&x| Ok(x)), &opts).unwrap();
         let idx = Index::open(&p).unwrap();
         assert!(
@@ -286,7 +280,7 @@ fn gap_codec_indexes_match_brute_force() {
                 .iter()
                 .all(|t| t.codec() == simdex::codec::Codec::Gap)
         );
-        assert_eq!(idx.manifest().codec, 2);
+        assert_eq!(idx.codec(), simdex::codec::Codec::Gap);
         check(&idx, &fps, 5);
     }
 }

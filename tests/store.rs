@@ -38,22 +38,18 @@ fn oracle(model: &Model, q: u64, k: u32) -> Vec<StoreMatch> {
 fn create(dir: &Path, design: &str, block_size: u32) {
     Store::create(
         dir,
-        &CreateOptions {
-            k: 3,
-            design: DesignChoice::Named(design.into()),
-            block_size: Some(block_size),
-            ..CreateOptions::default()
-        },
+        &CreateOptions::default()
+            .with_k(3)
+            .with_design(DesignChoice::Named(design.into()))
+            .with_block_size(Some(block_size)),
     )
     .unwrap();
 }
 
 fn opts(max_delta: u64, sync: SyncPolicy) -> StoreOptions {
-    StoreOptions {
-        sync,
-        max_delta,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default()
+        .with_sync(sync)
+        .with_max_delta(max_delta)
 }
 
 /// Fingerprints that collide on purpose: cluster centres, neighbours at 0..=4 bits, 0 and MAX.
@@ -473,11 +469,9 @@ fn bulk_load_equals_inserts_and_rejects_unsorted_pairs() {
         .enumerate()
         .flat_map(|(i, &fp)| [(fp, i as u64), (fp, 1000 + i as u64 % 5)])
         .collect();
-    let opts = CreateOptions {
-        design: DesignChoice::Named("m4c2r1".into()),
-        block_size: Some(256),
-        ..CreateOptions::default()
-    };
+    let opts = CreateOptions::default()
+        .with_design(DesignChoice::Named("m4c2r1".into()))
+        .with_block_size(Some(256));
     let dir = tmp.path().join("bulk");
     let sum = Store::create_from_sorted(&dir, &opts, model.iter().map(|&p| Ok(p))).unwrap();
     assert_eq!(sum.pairs, model.len() as u64);

@@ -49,11 +49,7 @@ fn crash_child_workload() {
     };
     let store = Store::open(
         &dir,
-        &StoreOptions {
-            sync,
-            max_delta: 150,
-            ..StoreOptions::default()
-        },
+        &StoreOptions::default().with_sync(sync).with_max_delta(150),
     )
     .unwrap();
     // libtest has printed "test crash_child_workload ... " without a newline.
@@ -75,12 +71,10 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
     let dir = root.join(format!("store-{t}"));
     Store::create(
         &dir,
-        &CreateOptions {
-            k: 3,
-            design: DesignChoice::Named("4".into()),
-            block_size: Some(256),
-            ..CreateOptions::default()
-        },
+        &CreateOptions::default()
+            .with_k(3)
+            .with_design(DesignChoice::Named("4".into()))
+            .with_block_size(Some(256)),
     )
     .unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -13,10 +13,7 @@ use simdex::table::{self, Table, TableOptions};
 use simdex::{Error, Permutation};
 
 fn opts(block_size: u32) -> TableOptions {
-    TableOptions {
-        block_size,
-        ..Default::default()
-    }
+    TableOptions::default().with_block_size(block_size)
 }
 
 fn collect<D: AsRef<[u8]>>(r: simdex::table::Range<'_, D>) -> Vec<u64> {
@@ -66,10 +63,7 @@ fn check_table(name: &str, keys: &[u64], block_size: u32) {
 }
 
 fn check_table_with(name: &str, keys: &[u64], block_size: u32, codec: Codec) {
-    let o = TableOptions {
-        codec,
-        ..opts(block_size)
-    };
+    let o = TableOptions::default().with_codec(codec);
     let bytes = table::build_bytes(keys, &o).unwrap();
     let t = Table::from_bytes(&bytes).unwrap();
     assert_eq!(t.codec(), codec);
@@ -259,11 +253,9 @@ fn bad_block_sizes_are_rejected() {
 #[test]
 fn header_records_the_permutation() {
     let p = Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap();
-    let o = TableOptions {
-        block_size: 256,
-        permutation: p.clone(),
-        ..Default::default()
-    };
+    let o = TableOptions::default()
+        .with_block_size(256)
+        .with_permutation(p.clone());
     let keys = sorted_set(
         &random_keys(100, 5)
             .iter()
@@ -343,7 +335,7 @@ proptest! {
         let dups = sorted.len();
         sorted.dedup();
         let cur = std::io::Cursor::new(Vec::new());
-        let (cur, summary) = table::build_to(cur, &TableOptions { codec, ..opts(bs) }, || Ok({
+        let (cur, summary) = table::build_to(cur, &opts(bs).with_codec(codec), || Ok({
             let mut v = keys.clone();
             v.sort_unstable();
             v

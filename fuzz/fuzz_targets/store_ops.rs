@@ -34,18 +34,14 @@ fuzz_target!(|data: &[u8]| {
     let design = ["4", "m4c2r1", "10"][data[0] as usize % 3];
     Store::create(
         &dir,
-        &CreateOptions {
-            design: DesignChoice::Named(design.into()),
-            block_size: Some(128),
-            ..CreateOptions::default()
-        },
+        &CreateOptions::default()
+            .with_design(DesignChoice::Named(design.into()))
+            .with_block_size(Some(128)),
     )
     .unwrap();
-    let opts = StoreOptions {
-        sync: SyncPolicy::Manual,
-        max_delta: 1 + data[1] as u64 % 64,
-        ..StoreOptions::default()
-    };
+    let opts = StoreOptions::default()
+        .with_sync(SyncPolicy::Manual)
+        .with_max_delta(1 + data[1] as u64 % 64);
     let mut store = Some(Store::open(&dir, &opts).unwrap());
     // States since the last compaction: a crash may land on any of them.
     let mut states: Vec<Model> = vec![Model::new()];

@@ -22,6 +22,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::index::{Index, Prober};
+use crate::progress::ProgressHandle;
 
 /// A slice of every table: shard `index` of `count` covers blocks
 /// `[blocks * index / count, blocks * (index + 1) / count)` of each table.
@@ -71,8 +72,9 @@ pub struct Pair {
     pub distance: u32,
 }
 
-/// Options of [`Index::batch_near`].
-#[derive(Debug, Clone, Copy)]
+/// Options of [`Index::batch_near`]: `BatchOptions::default()` plus the `with_*` setters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BatchOptions {
     /// Largest distance reported (at most the design's k).
     pub k: u32,
@@ -81,8 +83,8 @@ pub struct BatchOptions {
     /// Also find the pairs inside the batch (computed by shard 0 only, so shard outputs still
     /// merge without duplicates).
     pub within: bool,
-    /// Progress bar on stderr (only drawn when stderr is a terminal).
-    pub progress: bool,
+    /// Progress reports (in blocks) and cancellation.
+    pub progress: ProgressHandle,
 }
 
 impl Default for BatchOptions {
@@ -91,8 +93,31 @@ impl Default for BatchOptions {
             k: 3,
             shard: Shard::all(),
             within: true,
-            progress: false,
+            progress: ProgressHandle::none(),
         }
+    }
+}
+
+impl BatchOptions {
+    /// Largest distance reported.
+    pub fn with_k(mut self, k: u32) -> Self {
+        self.k = k;
+        self
+    }
+    /// Which slice of the stored tables to scan.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
+    }
+    /// Also find the pairs inside the batch.
+    pub fn with_within(mut self, within: bool) -> Self {
+        self.within = within;
+        self
+    }
+    /// Progress reports and cancellation.
+    pub fn with_progress(mut self, progress: ProgressHandle) -> Self {
+        self.progress = progress;
+        self
     }
 }
 
@@ -199,7 +224,8 @@ impl Index {
             }
         }
         let total_blocks: u64 = items.iter().map(|(_, r)| r.end - r.start).sum();
-        let pb = super::build::progress_bar(opts.progress, Some(total_blocks), "batch");
+        let pb = &opts.progress;
+        pb.stage("batch", Some(total_blocks))?;
         let found: Vec<(Vec<Pair>, u64)> = items
             .par_iter()
             .map(|(i, range)| {
@@ -213,11 +239,11 @@ impl Index {
                         self.emit(*i, p, bp, f, k, &mut out);
                     });
                 })?;
-                pb.inc(range.end - range.start);
+                pb.advance(range.end - range.start)?;
                 Ok((out, scanned))
             })
             .collect::<Result<_>>()?;
-        pb.finish_and_clear();
+        pb.finish();
         let keys_scanned = found.iter().map(|(_, s)| s).sum();
         let mut pairs: Vec<Pair> = found.into_iter().flat_map(|(v, _)| v).collect();
         pairs.par_sort_unstable();
@@ -287,19 +313,17 @@ pub fn self_join(
     k: u32,
     tmp: &std::path::Path,
     mem_bytes: u64,
-    progress: bool,
+    progress: &ProgressHandle,
 ) -> Result<Vec<Pair>> {
     let dir = tempfile::Builder::new()
         .prefix(".simdex-join-")
         .tempdir_in(tmp)
         .map_err(|e| Error::io(tmp.to_path_buf(), "create temporary directory in", e))?;
     let path = dir.path().join("index");
-    let opts = crate::index::BuildOptions {
-        k,
-        mem_bytes,
-        progress,
-        ..crate::index::BuildOptions::default()
-    };
+    let opts = crate::index::BuildOptions::default()
+        .with_k(k)
+        .with_mem_bytes(mem_bytes)
+        .with_progress(progress.clone());
     crate::index::build(&path, fps.iter().map(|&f| Ok(f)), &opts)?;
     let idx = Index::open(&path)?;
     let mut distinct = fps.to_vec();
@@ -309,11 +333,9 @@ pub fn self_join(
     for chunk in distinct.chunks(1 << 20) {
         let r = idx.batch_near(
             chunk,
-            &BatchOptions {
-                k,
-                progress,
-                ..BatchOptions::default()
-            },
+            &BatchOptions::default()
+                .with_k(k)
+                .with_progress(progress.clone()),
         )?;
         out.extend(r.pairs.into_iter().filter(|p| p.batch < p.stored));
     }

@@ -19,16 +19,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::index::manifest::{Manifest, TableEntry, table_file_name};
+use crate::progress::ProgressHandle;
 use crate::table::{self, TableOptions};
 
 /// Which design to build.
@@ -68,8 +68,10 @@ impl DesignChoice {
     }
 }
 
-/// Options of [`build`].
+/// Options of [`build`]: start from `BuildOptions::default()` and chain the `with_*` setters
+/// (fields may be added in any release).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BuildOptions {
     /// The largest query distance the index must answer exactly.
     pub k: u32,
@@ -81,8 +83,8 @@ pub struct BuildOptions {
     pub codec: crate::codec::Codec,
     /// Memory budget in bytes for sorting (the process uses somewhat more: buffers, maps).
     pub mem_bytes: u64,
-    /// Show a progress bar on stderr (only drawn when stderr is a terminal).
-    pub progress: bool,
+    /// Progress reports and cancellation.
+    pub progress: ProgressHandle,
 }
 
 impl Default for BuildOptions {
@@ -93,8 +95,41 @@ impl Default for BuildOptions {
             block_size: None,
             codec: crate::codec::Codec::HDelta,
             mem_bytes: 1 << 30,
-            progress: false,
+            progress: ProgressHandle::none(),
         }
+    }
+}
+
+impl BuildOptions {
+    /// The largest query distance the index must answer exactly.
+    pub fn with_k(mut self, k: u32) -> Self {
+        self.k = k;
+        self
+    }
+    /// The design.
+    pub fn with_design(mut self, design: DesignChoice) -> Self {
+        self.design = design;
+        self
+    }
+    /// Block size of every table (`None`: automatic).
+    pub fn with_block_size(mut self, block_size: Option<u32>) -> Self {
+        self.block_size = block_size;
+        self
+    }
+    /// Codec of every table.
+    pub fn with_codec(mut self, codec: crate::codec::Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+    /// Memory budget in bytes for sorting.
+    pub fn with_mem_bytes(mut self, mem_bytes: u64) -> Self {
+        self.mem_bytes = mem_bytes;
+        self
+    }
+    /// Progress reports and cancellation.
+    pub fn with_progress(mut self, progress: ProgressHandle) -> Self {
+        self.progress = progress;
+        self
     }
 }
 
@@ -120,35 +155,13 @@ pub struct BuildSummary {
 /// Smallest memory budget accepted (below this, runs get silly).
 pub const MIN_MEM: u64 = 1 << 20;
 
-/// A progress bar on stderr, hidden unless `show` and stderr is a terminal.
-pub fn progress_bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
-    let target = if show && std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    let pb = ProgressBar::with_draw_target(len, target);
-    let style = match len {
-        Some(_) => ProgressStyle::with_template(
-            "{msg:>12} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})",
-        ),
-        None => {
-            ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {human_pos} ({per_sec})")
-        }
-    };
-    if let Ok(s) = style {
-        pb.set_style(s);
-    }
-    pb.set_message(msg.to_string());
-    pb
-}
-
 /// Build an index at `out` (which must not exist) from `input`.
 pub fn build(
-    out: &Path,
+    out: impl AsRef<Path>,
     input: impl Iterator<Item = Result<u64>>,
     opts: &BuildOptions,
 ) -> Result<BuildSummary> {
+    let out = out.as_ref();
     let start = Instant::now();
     if let Some(b) = opts.block_size {
         table::format::check_block_size(b)?;
@@ -174,7 +187,7 @@ pub fn build(
 
     // Phase 1: read, sort and de-duplicate the input.
     let chunk_cap = (opts.mem_bytes / 16).max(1) as usize;
-    let base = read_base(input, chunk_cap, spill.path(), opts.progress)?;
+    let base = read_base(input, chunk_cap, spill.path(), &opts.progress)?;
     let (n, input_count) = (base.len(), base.input);
 
     let design = opts.design.resolve(n, opts.k, opts.block_size)?;
@@ -185,14 +198,14 @@ pub fn build(
 
     // Phase 2: one table per permutation.
     let t = design.tables().len();
-    let pb = progress_bar(opts.progress, Some(n * t as u64), "tables");
+    let pb = &opts.progress;
+    pb.stage("tables", Some(n * t as u64))?;
     let build_one = |i: usize| -> Result<TableEntry> {
         let td = &design.tables()[i];
-        let topts = TableOptions {
-            block_size,
-            codec: opts.codec,
-            permutation: td.permutation.clone(),
-        };
+        let topts = TableOptions::default()
+            .with_block_size(block_size)
+            .with_codec(opts.codec)
+            .with_permutation(td.permutation.clone());
         let path = staging.path().join(table_file_name(i));
         match &base.data {
             Base::Memory(v) => {
@@ -208,7 +221,7 @@ pub fn build(
                 }
             }
         }
-        pb.inc(n);
+        pb.advance(n)?;
         let (bytes, xxh3) = super::file_digest(&path)?;
         Ok(TableEntry {
             file: table_file_name(i),
@@ -229,7 +242,7 @@ pub fn build(
         }
         Base::File(_) => (0..t).map(build_one).collect::<Result<_>>()?,
     };
-    pb.finish_and_clear();
+    pb.finish();
     let table_bytes = entries.iter().map(|e| e.bytes).sum();
 
     let manifest = Manifest {
@@ -275,9 +288,9 @@ fn read_base(
     input: impl Iterator<Item = Result<u64>>,
     chunk_cap: usize,
     spill: &Path,
-    progress: bool,
+    pb: &ProgressHandle,
 ) -> Result<BaseSet> {
-    let pb = progress_bar(progress, None, "reading");
+    pb.stage("reading", None)?;
     let mut chunk: Vec<u64> = Vec::new();
     let mut runs: Vec<PathBuf> = Vec::new();
     let mut count = 0u64;
@@ -285,7 +298,7 @@ fn read_base(
         chunk.push(fp?);
         count += 1;
         if count.is_multiple_of(1 << 16) {
-            pb.set_position(count);
+            pb.advance(1 << 16)?;
         }
         if chunk.len() == chunk_cap {
             chunk.par_sort_unstable();
@@ -294,7 +307,7 @@ fn read_base(
             chunk.clear();
         }
     }
-    pb.finish_and_clear();
+    pb.finish();
     chunk.par_sort_unstable();
     chunk.dedup();
     if runs.is_empty() {

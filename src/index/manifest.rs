@@ -23,6 +23,7 @@ use std::fmt::Write as _;
 use crate::design::{Design, TableDesign};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
+use crate::sealed::{check_seal, seal, split_sealed};
 
 /// File name of the manifest inside an index directory.
 pub const MANIFEST_NAME: &str = "MANIFEST";
@@ -63,42 +64,6 @@ pub struct Manifest {
 /// File name of table `i` in an index directory.
 pub fn table_file_name(i: usize) -> String {
     format!("table-{i:02}.sxt")
-}
-
-/// Seal a text file: append the line `crc32 XXXXXXXX`, the salted crc (offset 0) of every byte
-/// before it. MANIFEST and the store's CURRENT are sealed text.
-pub(crate) fn seal(mut body: String) -> String {
-    let crc = crate::table::format::crc_at(0, body.as_bytes());
-    let _ = writeln!(body, "crc32 {crc:08x}");
-    body
-}
-
-/// Split sealed text into (body, crc line), checking UTF-8 and that there is a line before the
-/// crc line; `what` names the file in errors. [`check_seal`] checks the crc line.
-pub(crate) fn split_sealed<'a>(bytes: &'a [u8], what: &str) -> Result<(&'a str, &'a str)> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| Error::corrupt(what, e.valid_up_to() as u64, "UTF-8 text", "invalid UTF-8"))?;
-    let body_end = text
-        .trim_end_matches('\n')
-        .rfind('\n')
-        .map(|i| i + 1)
-        .ok_or_else(|| Error::corrupt(what, 0, "several lines", format!("{text:?}")))?;
-    Ok(text.split_at(body_end))
-}
-
-/// Check the crc line of sealed text: the body's crc and a final newline (a file cut short
-/// loses it).
-pub(crate) fn check_seal(body: &str, crc_line: &str, what: &str) -> Result<()> {
-    let actual = crate::table::format::crc_at(0, body.as_bytes());
-    if crc_line != format!("crc32 {actual:08x}\n") {
-        return Err(Error::corrupt(
-            format!("{what} crc32"),
-            body.len() as u64,
-            format!("\"crc32 {actual:08x}\" and a final newline"),
-            format!("{crc_line:?}"),
-        ));
-    }
-    Ok(())
 }
 
 fn perm_text(p: &Permutation) -> String {

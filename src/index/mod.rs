@@ -1,18 +1,16 @@
 //! The index: t permuted tables of the same fingerprints plus a manifest, answering "which
 //! stored fingerprints are within Hamming distance k of F?" exactly.
 //!
-//! A query permutes F for each table, probes the table at F's permuted prefix (and, for designs
-//! with a probe radius r, at every prefix within r flipped bits), and checks the full distance of
-//! every key found (a permutation preserves Hamming distance). The design guarantees that every
-//! fingerprint within k shares some probed prefix; the distance check guarantees nothing beyond k
-//! is returned. Results are de-duplicated across tables and ordered by (distance, fingerprint).
+//! Queries are in [`query`] (module docs there); results are de-duplicated across tables and
+//! ordered by (distance, fingerprint).
 //!
 //! Layout on disk (`format-spec/index.md`): a directory holding `MANIFEST` and one
 //! `table-NN.sxt` per design table.
 
 pub mod batch;
 pub mod build;
-pub mod manifest;
+internal_mod!(manifest);
+pub mod query;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -22,63 +20,15 @@ use rayon::prelude::*;
 
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::permutation::Permutation;
+use crate::progress::ProgressHandle;
 use crate::table::Table;
 use manifest::{MANIFEST_NAME, Manifest};
 
-pub use batch::{BatchOptions, BatchResult, Pair, Shard};
+pub use batch::{BatchOptions, BatchResult, Pair, Shard, self_join};
 pub use build::{BuildOptions, BuildSummary, DesignChoice, build};
-
-/// A stored fingerprint within the query distance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Match {
-    /// Hamming distance to the query (first, so the derived order is by distance).
-    pub distance: u32,
-    /// The stored fingerprint.
-    pub fingerprint: u64,
-}
-
-/// How one table is probed.
-#[derive(Debug, Clone)]
-struct Prober {
-    permutation: Permutation,
-    inverse: Permutation,
-    prefix_bits: u32,
-    /// XOR masks over the permuted key: every way to flip at most `radius` prefix bits.
-    flips: Vec<u64>,
-}
-
-impl Prober {
-    fn new(permutation: &Permutation, prefix_bits: u32, radius: u32) -> Prober {
-        // Every subset of at most `radius` prefix positions, each exactly once.
-        fn subsets(pos: &[u64], start: usize, left: u32, cur: u64, out: &mut Vec<u64>) {
-            if left == 0 {
-                return;
-            }
-            for i in start..pos.len() {
-                out.push(cur | pos[i]);
-                subsets(pos, i + 1, left - 1, cur | pos[i], out);
-            }
-        }
-        let positions: Vec<u64> = (0..prefix_bits).map(|i| 1u64 << (63 - i)).collect();
-        let mut flips = vec![0u64];
-        subsets(&positions, 0, radius, 0, &mut flips);
-        Prober {
-            permutation: permutation.clone(),
-            inverse: permutation.inverse(),
-            prefix_bits,
-            flips,
-        }
-    }
-
-    /// The inclusive key range of the probe `flip` for the permuted query `q`.
-    #[inline]
-    fn range(&self, q: u64, flip: u64) -> (u64, u64) {
-        let low = u64::MAX.checked_shr(self.prefix_bits).unwrap_or(0);
-        let lo = (q ^ flip) & !low;
-        (lo, lo | low)
-    }
-}
+use query::AtomicCounters;
+pub(crate) use query::Prober;
+pub use query::{Match, NearMany, QueryCounters};
 
 /// Sizes of an index.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,13 +64,16 @@ pub struct IndexVerifyReport {
     pub keys_decoded: u64,
 }
 
-/// An open index.
+/// An open index: the manifest, one [`Table`] per design table over bytes `D` (a memory map
+/// by default; any `AsRef<[u8]>`, e.g. a `Vec<u8>` read into memory, through
+/// [`Index::from_parts`]), and query counters. `Send + Sync`; queries take `&self`.
 #[derive(Debug)]
-pub struct Index {
+pub struct Index<D = Mmap> {
     dir: PathBuf,
     manifest: Manifest,
-    tables: Vec<Table<Mmap>>,
+    tables: Vec<Table<D>>,
     probers: Vec<Prober>,
+    counters: AtomicCounters,
 }
 
 /// Stream a file's length and xxh3-64 digest.
@@ -142,30 +95,87 @@ pub(crate) fn file_digest(path: &Path) -> Result<(u64, u64)> {
     Ok((len, h.digest()))
 }
 
-impl Index {
+impl Index<Mmap> {
     /// Open the index in `dir`: parse the manifest, map every table and check that each matches
     /// its manifest entry (size, permutation, key count, block size). Cheap: no block is read.
-    pub fn open(dir: impl AsRef<Path>) -> Result<Index> {
-        let dir = dir.as_ref().to_path_buf();
-        let mpath = dir.join(MANIFEST_NAME);
-        let bytes = std::fs::read(&mpath).map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                std::io::Error::new(e.kind(), "no MANIFEST: not a simdex index directory")
-            } else {
-                e
-            };
-            Error::io(mpath.clone(), "open", hint)
-        })?;
-        let manifest = Manifest::decode(&bytes).map_err(|e| e.with_path(&mpath))?;
-        let mut tables = Vec::with_capacity(manifest.tables.len());
-        for (i, (entry, td)) in manifest
+    ///
+    /// The tables are memory-mapped. The contract of a mapping: while the index is open, no
+    /// other process may truncate or rewrite its files (simdex itself never does: builds,
+    /// compactions and rebuilds write new files and rename them). A file cut short underneath
+    /// a mapping makes the next read of the lost pages fault (SIGBUS). Where that cannot be
+    /// promised, use [`Index::open_in_memory`].
+    pub fn open(dir: impl AsRef<Path>) -> Result<Index<Mmap>> {
+        let dir = dir.as_ref();
+        let manifest = read_manifest(dir)?;
+        let tables = manifest
             .tables
             .iter()
-            .zip(manifest.design.tables())
+            .map(|e| Table::open(dir.join(&e.file)))
+            .collect::<Result<Vec<_>>>()?;
+        Index::assemble(dir.to_path_buf(), manifest, tables)
+    }
+}
+
+impl Index<Vec<u8>> {
+    /// Open the index in `dir` by reading every table into memory: immune to files changed
+    /// underneath, at the cost of the index's size in RAM and the read time.
+    pub fn open_in_memory(dir: impl AsRef<Path>) -> Result<Index<Vec<u8>>> {
+        let dir = dir.as_ref();
+        let manifest = read_manifest(dir)?;
+        let tables = manifest
+            .tables
+            .iter()
+            .map(|e| {
+                let p = dir.join(&e.file);
+                let bytes = std::fs::read(&p).map_err(|err| Error::io(p.clone(), "read", err))?;
+                Table::from_bytes(bytes).map_err(|err| err.with_path(&p))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Index::assemble(dir.to_path_buf(), manifest, tables)
+    }
+}
+
+/// Read and parse `dir/MANIFEST`.
+fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let mpath = dir.join(MANIFEST_NAME);
+    let bytes = std::fs::read(&mpath).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::NotFound {
+            std::io::Error::new(e.kind(), "no MANIFEST: not a simdex index directory")
+        } else {
+            e
+        };
+        Error::io(mpath.clone(), "open", hint)
+    })?;
+    Manifest::decode(&bytes).map_err(|e| e.with_path(&mpath))
+}
+
+impl<D: AsRef<[u8]> + Sync> Index<D> {
+    /// An index from a manifest's bytes and its tables' bytes, in design order: for serving an
+    /// index from memory or another storage layer. Checked as [`Index::open`] checks files.
+    pub fn from_parts(manifest: &[u8], tables: Vec<D>) -> Result<Index<D>> {
+        let manifest = Manifest::decode(manifest)?;
+        if tables.len() != manifest.tables.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the manifest lists {} tables, {} were given",
+                manifest.tables.len(),
+                tables.len()
+            )));
+        }
+        let tables = tables
+            .into_iter()
+            .map(Table::from_bytes)
+            .collect::<Result<Vec<_>>>()?;
+        Index::assemble(PathBuf::new(), manifest, tables)
+    }
+
+    fn assemble(dir: PathBuf, manifest: Manifest, tables: Vec<Table<D>>) -> Result<Index<D>> {
+        for (i, (entry, (td, t))) in manifest
+            .tables
+            .iter()
+            .zip(manifest.design.tables().iter().zip(&tables))
             .enumerate()
         {
             let path = dir.join(&entry.file);
-            let t = Table::open(&path)?;
             let mismatch = |what: &str, expected: String, found: String| {
                 Error::corrupt(format!("table {i} ({what})"), 0, expected, found).with_path(&path)
             };
@@ -204,7 +214,6 @@ impl Index {
                     t.block_size().to_string(),
                 ));
             }
-            tables.push(t);
         }
         let radius = manifest.design.radius();
         let probers = manifest
@@ -218,6 +227,7 @@ impl Index {
             manifest,
             tables,
             probers,
+            counters: AtomicCounters::default(),
         })
     }
 
@@ -231,13 +241,20 @@ impl Index {
         &self.manifest.design
     }
 
-    /// The manifest.
-    pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+    /// The codec of every table.
+    pub fn codec(&self) -> crate::codec::Codec {
+        self.tables
+            .first()
+            .map_or(crate::codec::Codec::HDelta, |t| t.codec())
+    }
+
+    /// The block size of every table.
+    pub fn block_size(&self) -> u32 {
+        self.manifest.block_size
     }
 
     /// The tables, in design order.
-    pub fn tables(&self) -> &[Table<Mmap>] {
+    pub fn tables(&self) -> &[Table<D>] {
         &self.tables
     }
 
@@ -249,92 +266,6 @@ impl Index {
     /// True if nothing is stored.
     pub fn is_empty(&self) -> bool {
         self.manifest.keys == 0
-    }
-
-    fn check_k(&self, k: u32) -> Result<()> {
-        if k > self.design().k() {
-            return Err(Error::InvalidArgument(format!(
-                "k = {k} exceeds the index's design ({}, exact up to k = {}); rebuild with --k {k}",
-                self.design().name(),
-                self.design().k()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Visit every (fingerprint, distance) within `k` found by the probes, with repeats across
-    /// tables; stop when `f` returns false.
-    pub(crate) fn scan(&self, fp: u64, k: u32, mut f: impl FnMut(Match) -> bool) -> Result<bool> {
-        for (t, p) in self.tables.iter().zip(&self.probers) {
-            let q = p.permutation.apply(fp);
-            for &flip in &p.flips {
-                let (lo, hi) = p.range(q, flip);
-                let go_on = t.for_each_in(lo, hi, |key| {
-                    let d = (key ^ q).count_ones();
-                    d > k
-                        || f(Match {
-                            distance: d,
-                            fingerprint: p.inverse.apply(key),
-                        })
-                })?;
-                if !go_on {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    /// Probe an in-memory delta layer laid out like this index's tables (same design), calling
-    /// `f` for each fingerprint within `k` (with repeats across tables).
-    pub(crate) fn probe_layer(
-        &self,
-        layer: &crate::store::delta::Layer,
-        fp: u64,
-        k: u32,
-        mut f: impl FnMut(Match),
-    ) {
-        for (i, p) in self.probers.iter().enumerate() {
-            let q = p.permutation.apply(fp);
-            for &flip in &p.flips {
-                let (lo, hi) = p.range(q, flip);
-                for key in layer.permuted_range(i, lo, hi) {
-                    let d = (key ^ q).count_ones();
-                    if d <= k {
-                        f(Match {
-                            distance: d,
-                            fingerprint: p.inverse.apply(key),
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    /// Every stored fingerprint within Hamming distance `k` of `fp`, each once, ordered by
-    /// distance then value. An error if `k` exceeds the design's k, or on corrupt data.
-    pub fn near(&self, fp: u64, k: u32) -> Result<Vec<Match>> {
-        self.check_k(k)?;
-        let mut out = Vec::new();
-        self.scan(fp, k, |m| {
-            out.push(m);
-            true
-        })?;
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
-    }
-
-    /// True if some stored fingerprint is within `k` of `fp`; stops at the first one found.
-    pub fn has_near(&self, fp: u64, k: u32) -> Result<bool> {
-        self.check_k(k)?;
-        Ok(!self.scan(fp, k, |_| false)?)
-    }
-
-    /// [`near`](Self::near) for many queries, spread over all cores; results in input order.
-    pub fn near_many(&self, fps: &[u64], k: u32) -> Result<Vec<Vec<Match>>> {
-        self.check_k(k)?;
-        fps.par_iter().map(|&fp| self.near(fp, k)).collect()
     }
 
     /// Sizes.
@@ -361,70 +292,55 @@ impl Index {
     }
 
     /// Full check: every table file's xxh3-64 digest against the manifest, then every table's
-    /// [`verify`](Table::verify), then that all tables hold the same fingerprints.
+    /// [`verify`](Table::verify), then that all tables hold the same fingerprints. Tables are
+    /// checked in parallel on all cores (the current rayon pool).
     pub fn verify(&self) -> Result<IndexVerifyReport> {
-        let mut decoded = 0u64;
-        let mut reference: Option<u64> = None;
-        for (i, (t, e)) in self.tables.iter().zip(&self.manifest.tables).enumerate() {
-            let path = self.dir.join(&e.file);
-            let digest = xxhash_rust::xxh3::xxh3_64(t.bytes());
-            if digest != e.xxh3 {
-                return Err(Error::corrupt(
-                    format!("table {i} file digest (xxh3-64)"),
-                    0,
-                    format!("{:016x} (manifest)", e.xxh3),
-                    format!("{digest:016x}"),
-                )
-                .with_path(&path));
-            }
-            decoded += t.verify()?.keys;
-            // Same set in every table: compare an order-independent digest of the fingerprints.
-            let p = &self.probers[i];
-            let mut digest = 0u64;
-            t.for_each_in(0, u64::MAX, |key| {
-                digest = digest.wrapping_add(crate::sample::mix64(p.inverse.apply(key)));
-                true
-            })?;
-            match reference {
-                None => reference = Some(digest),
-                Some(r) if r != digest => {
+        self.verify_with(&ProgressHandle::none())
+    }
+
+    /// [`verify`](Self::verify) reporting one unit per table to `progress` (which may cancel).
+    pub fn verify_with(&self, progress: &ProgressHandle) -> Result<IndexVerifyReport> {
+        progress.stage("verify", Some(self.tables.len() as u64))?;
+        let per_table: Vec<(u64, u64)> = (0..self.tables.len())
+            .into_par_iter()
+            .map(|i| {
+                let (t, e) = (&self.tables[i], &self.manifest.tables[i]);
+                let path = self.dir.join(&e.file);
+                let digest = xxhash_rust::xxh3::xxh3_64(t.bytes());
+                if digest != e.xxh3 {
                     return Err(Error::corrupt(
-                        format!("table {i} contents"),
+                        format!("table {i} file digest (xxh3-64)"),
                         0,
-                        "the same fingerprints as table 0",
-                        "a different set",
+                        format!("{:016x} (manifest)", e.xxh3),
+                        format!("{digest:016x}"),
                     )
                     .with_path(&path));
                 }
-                _ => {}
-            }
+                let decoded = t.verify()?.keys;
+                // Same set in every table: an order-independent digest of the fingerprints.
+                let p = &self.probers[i];
+                let mut sum = 0u64;
+                t.for_each_in(0, u64::MAX, |key| {
+                    sum = sum.wrapping_add(crate::sample::mix64(p.inverse.apply(key)));
+                    true
+                })?;
+                progress.advance(1)?;
+                Ok((decoded, sum))
+            })
+            .collect::<Result<_>>()?;
+        progress.finish();
+        if let Some(i) = per_table.iter().position(|x| x.1 != per_table[0].1) {
+            return Err(Error::corrupt(
+                format!("table {i} contents"),
+                0,
+                "the same fingerprints as table 0",
+                "a different set",
+            )
+            .with_path(&self.dir.join(&self.manifest.tables[i].file)));
         }
         Ok(IndexVerifyReport {
             tables: self.tables.len(),
-            keys_decoded: decoded,
+            keys_decoded: per_table.iter().map(|x| x.0).sum(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn probe_flips_enumerate_each_subset_once() {
-        for (p, r, want) in [
-            (32u32, 0u32, 1usize),
-            (32, 1, 33),
-            (10, 2, 1 + 10 + 45),
-            (3, 3, 8),
-        ] {
-            let pr = Prober::new(&Permutation::identity(), p, r);
-            assert_eq!(pr.flips.len(), want, "p={p} r={r}");
-            assert!(
-                pr.flips
-                    .iter()
-                    .all(|f| f.count_ones() <= r && f.trailing_zeros() >= 64 - p)
-            );
-        }
     }
 }

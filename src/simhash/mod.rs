@@ -12,9 +12,10 @@
 //! fingerprints differ in few bits; unrelated documents differ in about 32.
 
 pub mod eval;
+#[cfg(feature = "html")]
 pub mod html;
 pub mod idf;
-pub mod tokens;
+internal_mod!(tokens);
 
 use std::collections::HashMap;
 
@@ -197,7 +198,9 @@ impl Simhasher {
         }
     }
 
-    /// The fingerprint of an HTML page's visible text ([`html::visible_text`]).
+    /// The fingerprint of an HTML page's visible text ([`html::visible_text`]). Needs the
+    /// `html` feature.
+    #[cfg(feature = "html")]
     pub fn hash_html(&self, html: &str) -> u64 {
         self.hash_text(&html::visible_text(html))
     }

@@ -26,6 +26,7 @@ use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry, table_file_name};
+use crate::progress::ProgressHandle;
 use crate::table::{self, TableOptions};
 
 /// File naming the live generation.
@@ -52,7 +53,7 @@ pub struct Current {
 impl Current {
     /// Serialize (sealed text: the last line is a crc32 of the lines before it).
     pub fn encode(&self) -> String {
-        crate::index::manifest::seal(format!(
+        crate::sealed::seal(format!(
             "simdex-store {STORE_VERSION}\ngeneration {}\nblock-size {}\n",
             self.generation,
             self.block_size
@@ -65,8 +66,8 @@ impl Current {
         let bad = |expected: &str, found: &str| {
             Error::corrupt("CURRENT", 0, expected.to_string(), format!("{found:?}"))
         };
-        let (body, crc_line) = crate::index::manifest::split_sealed(bytes, "CURRENT")?;
-        crate::index::manifest::check_seal(body, crc_line, "CURRENT")?;
+        let (body, crc_line) = crate::sealed::split_sealed(bytes, "CURRENT")?;
+        crate::sealed::check_seal(body, crc_line, "CURRENT")?;
         let lines: Vec<&str> = body.lines().collect();
         let field = |i: usize, key: &str| -> Result<&str> {
             lines
@@ -295,7 +296,7 @@ pub fn write_generation(
     layout: &Layout,
     sources: &[Source<'_>],
     mem_bytes: u64,
-    progress: bool,
+    progress: &ProgressHandle,
 ) -> Result<GenerationSummary> {
     write_generation_with(
         store_dir, number, layout, sources, None, mem_bytes, progress,
@@ -315,7 +316,7 @@ pub fn write_generation_with(
     sources: &[Source<'_>],
     bulk: Option<SortedPairs<'_>>,
     mem_bytes: u64,
-    progress: bool,
+    progress: &ProgressHandle,
 ) -> Result<GenerationSummary> {
     let staging = crate::atomic::StagedDir::new(&store_dir.join(dir_name(number)), "staging")?;
 
@@ -324,7 +325,8 @@ pub fn write_generation_with(
         .iter()
         .map(|s| s.generation.map_or(0, |g| g.ids.pairs()) + s.layer.pair_count() as u64)
         .sum();
-    let pb = crate::index::build::progress_bar(progress, Some(total), "ids");
+    let pb = progress;
+    pb.stage("ids", Some(total))?;
     let mut streams: Vec<PairStream<'_>> = Vec::new();
     for s in sources {
         let layer = s.layer;
@@ -372,8 +374,8 @@ pub fn write_generation_with(
         };
         for (n, item) in kmerge(streams).enumerate() {
             let (fp, id, from_gen, survives) = item?;
-            if n % (1 << 16) == 0 {
-                pb.set_position(n as u64);
+            if n % (1 << 16) == 0 && n > 0 {
+                pb.advance(1 << 16)?;
             }
             match &mut group {
                 Some((gfp, in_gen, live)) if *gfp == fp => {
@@ -395,7 +397,7 @@ pub fn write_generation_with(
         let (_, pairs, fps) = iw.finish()?;
         Ok((pairs, fps))
     })?;
-    pb.finish_and_clear();
+    pb.finish();
 
     // 2. The tables.
     let n = fingerprints;
@@ -409,7 +411,8 @@ pub fn write_generation_with(
         .filter_map(|s| s.generation)
         .all(|g| g.index.design() == design);
     let entries: Vec<TableEntry> = if same_design {
-        let pb = crate::index::build::progress_bar(progress, Some(n * t as u64), "tables");
+        let pb = progress;
+        pb.stage("tables", Some(n * t as u64))?;
         let gens: Vec<&Generation> = sources.iter().filter_map(|s| s.generation).collect();
         let entries = (0..t)
             .into_par_iter()
@@ -419,11 +422,10 @@ pub fn write_generation_with(
                 dead_p.sort_unstable();
                 let mut new_p: Vec<u64> = new.iter().map(|&f| perm.apply(f)).collect();
                 new_p.sort_unstable();
-                let topts = TableOptions {
-                    block_size,
-                    codec: layout.codec,
-                    permutation: perm.clone(),
-                };
+                let topts = TableOptions::default()
+                    .with_block_size(block_size)
+                    .with_codec(layout.codec)
+                    .with_permutation(perm.clone());
                 let path = staging.path().join(table_file_name(i));
                 let pass = || -> Result<BoxIter<'_, u64>> {
                     let mut streams: Vec<std::iter::Peekable<BoxIter<'_, u64>>> = gens
@@ -459,7 +461,7 @@ pub fn write_generation_with(
                         format!("{} keys", summary.keys),
                     ));
                 }
-                pb.inc(n);
+                pb.advance(n)?;
                 let (bytes, xxh3) = crate::index::file_digest(&path)?;
                 Ok(TableEntry {
                     file: table_file_name(i),
@@ -468,7 +470,7 @@ pub fn write_generation_with(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        pb.finish_and_clear();
+        pb.finish();
         entries
     } else {
         // A new design: the old tables' orders are of no use; build from the id map's
@@ -484,14 +486,13 @@ pub fn write_generation_with(
             Err(e) => Some(Err(e)),
         });
         let tmp = staging.path().join("index");
-        let opts = crate::index::BuildOptions {
-            k: design.k(),
-            design: crate::index::DesignChoice::Given(design.clone()),
-            block_size: Some(block_size),
-            codec: layout.codec,
-            mem_bytes: mem_bytes.max(crate::index::build::MIN_MEM),
-            progress,
-        };
+        let opts = crate::index::BuildOptions::default()
+            .with_k(design.k())
+            .with_design(crate::index::DesignChoice::Given(design.clone()))
+            .with_block_size(Some(block_size))
+            .with_codec(layout.codec)
+            .with_mem_bytes(mem_bytes.max(crate::index::build::MIN_MEM))
+            .with_progress(progress.clone());
         crate::index::build(&tmp, fps, &opts)?;
         let built = Manifest::decode(
             &std::fs::read(tmp.join(MANIFEST_NAME))

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::error::{Error, Result};
-use crate::table::format::crc_at;
+use crate::checksum::crc_at;
 
 /// Magic bytes at the start of a log file.
 pub const WAL_MAGIC: [u8; 8] = *b"SIMDXWAL";
@@ -170,7 +170,7 @@ pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
             format!("{:02x?}", &h[..8]),
         ));
     }
-    crate::table::format::check_crc(|| "log header crc32".into(), 0, h)?;
+    crate::checksum::check_crc(|| "log header crc32".into(), 0, h)?;
     let version = LE::read_u32(&h[8..12]);
     if version != WAL_VERSION {
         return Err(Error::Unsupported {

@@ -13,18 +13,19 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::block::BlockEncoder;
 use crate::codec::Codec;
 use crate::codec::huffman::{Code, NUM_SYMBOLS, WRITER_MAX_CODE_LEN};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
+use crate::table::block::BlockEncoder;
 use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_block_size};
 
 /// Default block size in bytes (the paper's choice).
 pub const DEFAULT_BLOCK_SIZE: u32 = 1024;
 
-/// How a table is laid out.
+/// How a table is laid out: `TableOptions::default()` plus the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TableOptions {
     /// Block size in bytes: a power of two in 128..=65536.
     pub block_size: u32,
@@ -42,6 +43,24 @@ impl Default for TableOptions {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
         }
+    }
+}
+
+impl TableOptions {
+    /// Block size in bytes (a power of two in 128..=65536).
+    pub fn with_block_size(mut self, block_size: u32) -> Self {
+        self.block_size = block_size;
+        self
+    }
+    /// The permutation the keys were sorted under.
+    pub fn with_permutation(mut self, permutation: Permutation) -> Self {
+        self.permutation = permutation;
+        self
+    }
+    /// How keys are coded.
+    pub fn with_codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
     }
 }
 

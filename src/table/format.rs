@@ -13,7 +13,7 @@
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use crate::block::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+use super::block::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use crate::codec::Codec;
 use crate::codec::huffman::{Code, Lengths};
 use crate::error::{Error, Result};
@@ -30,28 +30,7 @@ pub const HEADER_LEN: usize = 176;
 /// Trailer length in bytes.
 pub const TRAILER_LEN: usize = 32;
 
-/// crc32 of a structure at `offset` whose bytes before the crc field are `bytes`.
-pub fn crc_at(offset: u64, bytes: &[u8]) -> u32 {
-    crate::block::block_crc(offset, bytes)
-}
-
-/// Check a structure that ends in its crc32: `bytes` is the whole structure, read at file
-/// offset `offset`, its last 4 bytes the stored crc (little-endian) of the rest. The error names
-/// `structure()` (built only on failure) and the crc field's offset.
-pub fn check_crc(structure: impl FnOnce() -> String, offset: u64, bytes: &[u8]) -> Result<()> {
-    let at = bytes.len() - 4;
-    let stored = LE::read_u32(&bytes[at..]);
-    let actual = crc_at(offset, &bytes[..at]);
-    if stored != actual {
-        return Err(Error::corrupt(
-            structure(),
-            offset + at as u64,
-            format!("{actual:#010x}"),
-            format!("{stored:#010x}"),
-        ));
-    }
-    Ok(())
-}
+pub use crate::checksum::{check_crc, crc_at};
 
 /// The table header.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 //! both share. The byte layout is specified in `format-spec/table.md`.
 
 pub mod builder;
-pub mod format;
+internal_mod!(format);
+internal_mod!(block);
 pub mod reader;
 
 pub use builder::{

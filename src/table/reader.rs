@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
-use crate::block::{self, BlockDecoder};
 use crate::codec::huffman::{Code, DecodeTable};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
+use crate::table::block::{self, BlockDecoder};
 use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_crc};
 
 /// An open table over bytes `D`.
@@ -318,14 +318,30 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// the scan ran to the end of the range. The fast path behind queries: no iterator state,
     /// no `Result` per key.
     #[inline]
-    pub fn for_each_in(&self, lo: u64, hi: u64, mut f: impl FnMut(u64) -> bool) -> Result<bool> {
+    pub fn for_each_in(&self, lo: u64, hi: u64, f: impl FnMut(u64) -> bool) -> Result<bool> {
+        let (mut blocks, mut keys) = (0, 0);
+        self.scan_range(lo, hi, &mut blocks, &mut keys, f)
+    }
+
+    /// [`for_each_in`](Self::for_each_in), adding the blocks and keys decoded to the counters.
+    #[inline]
+    pub(crate) fn scan_range(
+        &self,
+        lo: u64,
+        hi: u64,
+        blocks: &mut u64,
+        keys: &mut u64,
+        mut f: impl FnMut(u64) -> bool,
+    ) -> Result<bool> {
         if lo > hi {
             return Ok(true);
         }
         let mut i = self.find_block(lo) as u64;
         while i < self.block_count() {
             let mut d = self.block(i)?;
+            *blocks += 1;
             while let Some(k) = d.next_key() {
+                *keys += 1;
                 if k > hi {
                     return Ok(true);
                 }

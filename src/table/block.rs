@@ -41,10 +41,7 @@ pub fn max_keys(block_size: u32) -> u64 {
 
 /// The crc32 of a block: its file offset (u64 LE), then all its bytes but the last four.
 pub fn block_crc(offset: u64, block_without_crc: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&offset.to_le_bytes());
-    h.update(block_without_crc);
-    h.finalize()
+    crate::checksum::crc_at(offset, block_without_crc)
 }
 
 /// Fills one block at a time. Reused across blocks to keep its buffer.
@@ -133,7 +130,7 @@ impl BlockEncoder {
 
 /// Check the crc32 of block `index`, whose bytes `block` were read at file offset `offset`.
 pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
-    crate::table::format::check_crc(|| format!("block {index} crc32"), offset, block)
+    crate::checksum::check_crc(|| format!("block {index} crc32"), offset, block)
 }
 
 /// Decodes the keys of one block in order.

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::input::{FingerprintReader, Format};
 use simdex::index::{BatchOptions, Pair, Shard};
-use simdex::input::{FingerprintReader, Format};
 use simdex::{Error, Index, Result};
 
 /// Arguments of `simdex batch`.
@@ -58,12 +58,11 @@ pub fn run(a: Args) -> Result<()> {
     let k = a.k.unwrap_or(idx.design().k());
     let batch: Vec<u64> = FingerprintReader::open(&a.input, a.format)?.collect::<Result<_>>()?;
     let t0 = Instant::now();
-    let opts = BatchOptions {
-        k,
-        shard,
-        within: a.within.is_some(),
-        progress: !a.quiet,
-    };
+    let opts = BatchOptions::default()
+        .with_k(k)
+        .with_shard(shard)
+        .with_within(a.within.is_some())
+        .with_progress(crate::progress::handle(!a.quiet));
     let r = idx.batch_near(&batch, &opts)?;
     let el = t0.elapsed();
     match &a.out {

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use simdex::input::Format;
+use crate::input::Format;
 use simdex::{Error, Result};
 
 /// Arguments of `simdex gen`.

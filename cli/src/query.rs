@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use simdex::input::{FingerprintReader, Format};
+use crate::input::{FingerprintReader, Format};
 use simdex::{Index, Result, Store};
 
 /// Arguments of `simdex query`.
@@ -76,7 +76,7 @@ pub fn run(a: Args) -> Result<()> {
             break;
         }
         let results = idx.near_many(&batch, k)?;
-        for (q, ms) in batch.iter().zip(results) {
+        for (q, ms) in batch.iter().zip(results.iter()) {
             write_matches(
                 &mut w,
                 a.json,

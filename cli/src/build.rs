@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::input::{FingerprintReader, Format};
 use simdex::Result;
 use simdex::index::{self, BuildOptions, DesignChoice};
-use simdex::input::{FingerprintReader, Format};
 
 use crate::util::{human_bytes, parse_size};
 
@@ -51,17 +51,16 @@ pub struct LayoutArgs {
 impl LayoutArgs {
     /// The build options these arguments ask for.
     pub fn options(&self, mem_bytes: u64, progress: bool) -> Result<BuildOptions> {
-        Ok(BuildOptions {
-            k: self.k,
-            design: match self.design.as_str() {
+        Ok(BuildOptions::default()
+            .with_k(self.k)
+            .with_design(match self.design.as_str() {
                 "auto" => DesignChoice::Auto,
                 name => DesignChoice::Named(name.to_string()),
-            },
-            block_size: crate::util::parse_block_size(&self.block_size)?,
-            codec: self.codec,
-            mem_bytes,
-            progress,
-        })
+            })
+            .with_block_size(crate::util::parse_block_size(&self.block_size)?)
+            .with_codec(self.codec)
+            .with_mem_bytes(mem_bytes)
+            .with_progress(crate::progress::handle(progress)))
     }
 }
 

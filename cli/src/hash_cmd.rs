@@ -113,7 +113,7 @@ fn for_each_doc(a: &DocArgs, mut emit: impl FnMut(u64, &Doc) -> Result<()>) -> R
 /// Read every document in input order, a chunk at a time (with --html, `text` is already the
 /// visible text, extracted on all cores). Returns (documents, bad lines skipped).
 fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> Result<(u64, u64)> {
-    let pb = simdex::index::build::progress_bar(!a.quiet, None, "documents");
+    let pb = crate::progress::bar(!a.quiet, None, "documents");
     let (mut n, mut bad) = (0u64, 0u64);
     let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
         if a.html {
@@ -306,7 +306,13 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         None => std::env::temp_dir(),
     };
-    let joined = simdex::index::batch::self_join(&fps, a.k, &tmp, a.mem, !a.docs.quiet)?;
+    let joined = simdex::index::self_join(
+        &fps,
+        a.k,
+        &tmp,
+        a.mem,
+        &crate::progress::handle(!a.docs.quiet),
+    )?;
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
     for g in groups.values() {
         for (x, &i) in g.iter().enumerate() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use simdex::input::{IdReader, PairReader};
+use crate::input::{IdReader, PairReader};
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
 use simdex::{Error, Result};
 
@@ -46,12 +46,11 @@ impl OpenArgs {
     fn open(&self, dir: &std::path::Path) -> Result<Store> {
         let s = Store::open(
             dir,
-            &StoreOptions {
-                sync: self.sync,
-                max_delta: self.max_delta,
-                mem_bytes: self.mem,
-                progress: !self.quiet,
-            },
+            &StoreOptions::default()
+                .with_sync(self.sync)
+                .with_max_delta(self.max_delta)
+                .with_mem_bytes(self.mem)
+                .with_progress(crate::progress::handle(!self.quiet)),
         )?;
         for w in s.recovery().warnings() {
             eprintln!("simdex: warning: {w}");
@@ -136,13 +135,12 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         let o = a.layout.options(a.open.mem, false)?;
         Store::create(
             &a.dir,
-            &CreateOptions {
-                k: o.k,
-                design: o.design,
-                codec: o.codec,
-                block_size: o.block_size,
-                expected_keys: a.expected,
-            },
+            &CreateOptions::default()
+                .with_k(o.k)
+                .with_design(o.design)
+                .with_codec(o.codec)
+                .with_block_size(o.block_size)
+                .with_expected_keys(a.expected),
         )?;
         if !a.open.quiet {
             eprintln!("created store {}", a.dir.display());
@@ -155,7 +153,7 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         )));
     }
     let store = a.open.open(&a.dir)?;
-    let pb = simdex::index::build::progress_bar(!a.open.quiet, None, "inserting");
+    let pb = crate::progress::bar(!a.open.quiet, None, "inserting");
     let mut n = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
     let mut input = PairReader::open(&a.input)?;

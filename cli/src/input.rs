@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
-use crate::fingerprint::parse_hex;
+use simdex::fingerprint::parse_hex;
+use simdex::{Error, Result};
 
 /// An input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,12 +174,8 @@ impl Iterator for FingerprintReader {
     }
 }
 
-/// Read all fingerprints of `path` into memory.
-pub fn read_all(path: &Path, format: Format) -> Result<Vec<u64>> {
-    FingerprintReader::open(path, format)?.collect()
-}
-
 /// Decode a whole in-memory input.
+#[cfg(test)]
 pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<u64>> {
     let src: Box<dyn BufRead + Send> = Box::new(io::Cursor::new(bytes.to_vec()));
     FingerprintReader::new(src, None, format).collect()

@@ -1,0 +1,37 @@
+//! The salted crc32 that seals every on-disk structure (table header, trailer and blocks; id map
+//! header, footer and blocks; log header; sealed text): crc32 (IEEE, as `crc32fast`) of the
+//! structure's file offset as 8 little-endian bytes followed by its bytes before the crc field.
+//! Mixing in the offset catches a structure read from the wrong place.
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use crate::error::{Error, Result};
+
+/// crc32 of a structure at `offset` whose bytes before the crc field are `bytes`.
+pub fn crc_at(offset: u64, bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&offset.to_le_bytes());
+    h.update(bytes);
+    h.finalize()
+}
+
+/// Check a structure that ends in its crc32: `bytes` is the whole structure, read at file
+/// offset `offset`, its last 4 bytes the stored crc (little-endian) of the rest. The error names
+/// `structure()` (built only on failure) and the crc field's offset.
+pub fn check_crc(structure: impl FnOnce() -> String, offset: u64, bytes: &[u8]) -> Result<()> {
+    if bytes.len() < 4 {
+        return Err(Error::corrupt(structure(), offset, "at least 4 bytes", bytes.len()));
+    }
+    let at = bytes.len() - 4;
+    let stored = LE::read_u32(&bytes[at..]);
+    let actual = crc_at(offset, &bytes[..at]);
+    if stored != actual {
+        return Err(Error::corrupt(
+            structure(),
+            offset + at as u64,
+            format!("{actual:#010x}"),
+            format!("{stored:#010x}"),
+        ));
+    }
+    Ok(())
+}

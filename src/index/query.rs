@@ -1,0 +1,385 @@
+//! Online queries: the probe loop shared by an index's tables and a store's in-memory delta, the
+//! result shapes (one query: a `Vec`, a caller's buffer, or a callback that can stop early; many
+//! queries: one flat array with offsets), and the counters an operator reads.
+//!
+//! A query permutes F for each table, probes the table at F's permuted prefix (and, for designs
+//! with a probe radius r, at every prefix within r flipped bits), and checks the full distance of
+//! every key found (a permutation preserves Hamming distance). The design guarantees that every
+//! fingerprint within k shares some probed prefix; the distance check guarantees nothing beyond k
+//! is returned.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use rayon::prelude::*;
+
+use super::Index;
+use crate::error::{Error, Result};
+use crate::permutation::Permutation;
+use crate::table::Table;
+
+/// A stored fingerprint within the query distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Match {
+    /// Hamming distance to the query (first, so the derived order is by distance).
+    pub distance: u32,
+    /// The stored fingerprint.
+    pub fingerprint: u64,
+}
+
+/// How one table is probed.
+#[derive(Debug, Clone)]
+pub(crate) struct Prober {
+    pub(crate) permutation: Permutation,
+    pub(crate) inverse: Permutation,
+    pub(crate) prefix_bits: u32,
+    /// XOR masks over the permuted key: every way to flip at most `radius` prefix bits.
+    pub(crate) flips: Vec<u64>,
+}
+
+impl Prober {
+    pub(crate) fn new(permutation: &Permutation, prefix_bits: u32, radius: u32) -> Prober {
+        // Every subset of at most `radius` prefix positions, each exactly once.
+        fn subsets(pos: &[u64], start: usize, left: u32, cur: u64, out: &mut Vec<u64>) {
+            if left == 0 {
+                return;
+            }
+            for i in start..pos.len() {
+                out.push(cur | pos[i]);
+                subsets(pos, i + 1, left - 1, cur | pos[i], out);
+            }
+        }
+        let positions: Vec<u64> = (0..prefix_bits).map(|i| 1u64 << (63 - i)).collect();
+        let mut flips = vec![0u64];
+        subsets(&positions, 0, radius, 0, &mut flips);
+        Prober {
+            permutation: permutation.clone(),
+            inverse: permutation.inverse(),
+            prefix_bits,
+            flips,
+        }
+    }
+
+    /// The inclusive key range of the probe `flip` for the permuted query `q`.
+    #[inline]
+    pub(crate) fn range(&self, q: u64, flip: u64) -> (u64, u64) {
+        let low = u64::MAX.checked_shr(self.prefix_bits).unwrap_or(0);
+        let lo = (q ^ flip) & !low;
+        (lo, lo | low)
+    }
+}
+
+/// Work done by one or more queries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Work {
+    pub(crate) probes: u64,
+    pub(crate) blocks: u64,
+    pub(crate) keys: u64,
+    pub(crate) candidates: u64,
+}
+
+/// Anything laid out like an index's tables (same design, same permutations): the tables
+/// themselves, or a store's in-memory delta. One probe loop serves both.
+pub(crate) trait ProbeSource {
+    /// Call `f` on every permuted key of table `t` in `lo..=hi`, ascending, until it returns
+    /// false; whether the scan ran to the end. Adds the blocks and keys decoded to `work`.
+    fn visit(
+        &self,
+        t: usize,
+        lo: u64,
+        hi: u64,
+        work: &mut Work,
+        f: impl FnMut(u64) -> bool,
+    ) -> Result<bool>;
+}
+
+impl<D: AsRef<[u8]>> ProbeSource for [Table<D>] {
+    #[inline]
+    fn visit(
+        &self,
+        t: usize,
+        lo: u64,
+        hi: u64,
+        work: &mut Work,
+        f: impl FnMut(u64) -> bool,
+    ) -> Result<bool> {
+        self[t].scan_range(lo, hi, &mut work.blocks, &mut work.keys, f)
+    }
+}
+
+/// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
+/// queries cost. Read with [`Index::counters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueryCounters {
+    /// Queries answered (`near*`, `has_near`).
+    pub queries: u64,
+    /// Table probes made (prefix ranges looked up).
+    pub probes: u64,
+    /// Blocks decoded.
+    pub blocks_decoded: u64,
+    /// Keys decoded.
+    pub keys_decoded: u64,
+    /// Keys within the distance (before removing repeats across tables).
+    pub candidates: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AtomicCounters {
+    queries: AtomicU64,
+    probes: AtomicU64,
+    blocks: AtomicU64,
+    keys: AtomicU64,
+    candidates: AtomicU64,
+}
+
+impl AtomicCounters {
+    pub(crate) fn add(&self, queries: u64, w: &Work) {
+        self.queries.fetch_add(queries, Relaxed);
+        self.probes.fetch_add(w.probes, Relaxed);
+        self.blocks.fetch_add(w.blocks, Relaxed);
+        self.keys.fetch_add(w.keys, Relaxed);
+        self.candidates.fetch_add(w.candidates, Relaxed);
+    }
+
+    pub(crate) fn read(&self) -> QueryCounters {
+        QueryCounters {
+            queries: self.queries.load(Relaxed),
+            probes: self.probes.load(Relaxed),
+            blocks_decoded: self.blocks.load(Relaxed),
+            keys_decoded: self.keys.load(Relaxed),
+            candidates: self.candidates.load(Relaxed),
+        }
+    }
+}
+
+/// The answers to many queries in one flat array: the matches of query `i` are
+/// `matches[offsets[i]..offsets[i + 1]]`, each ordered by distance then fingerprint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NearMany {
+    /// `queries + 1` ascending offsets into `matches`, starting at 0.
+    pub offsets: Vec<usize>,
+    /// Every query's matches, query after query.
+    pub matches: Vec<Match>,
+}
+
+impl NearMany {
+    /// Number of queries.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// True if there were no queries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The matches of query `i`.
+    pub fn get(&self, i: usize) -> &[Match] {
+        &self.matches[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    /// Each query's matches, in query order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[Match]> + '_ {
+        self.offsets.windows(2).map(|w| &self.matches[w[0]..w[1]])
+    }
+}
+
+impl<D: AsRef<[u8]> + Sync> Index<D> {
+    pub(crate) fn check_k(&self, k: u32) -> Result<()> {
+        if k > self.design().k() {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} exceeds the index's design ({}, exact up to k = {}); build a new \
+                 index with --k {k} (or rebuild the store with --k {k})",
+                self.design().name(),
+                self.design().k()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Visit every fingerprint of `src` within `k` of `fp` that the probes reach, with repeats
+    /// across tables; stop when `f` returns false (then returns false).
+    pub(crate) fn probe<S: ProbeSource + ?Sized>(
+        &self,
+        src: &S,
+        fp: u64,
+        k: u32,
+        work: &mut Work,
+        mut f: impl FnMut(Match) -> bool,
+    ) -> Result<bool> {
+        for (i, p) in self.probers.iter().enumerate() {
+            let q = p.permutation.apply(fp);
+            for &flip in &p.flips {
+                let (lo, hi) = p.range(q, flip);
+                work.probes += 1;
+                let mut candidates = 0;
+                let go_on = src.visit(i, lo, hi, work, |key| {
+                    let d = (key ^ q).count_ones();
+                    if d > k {
+                        return true;
+                    }
+                    candidates += 1;
+                    f(Match {
+                        distance: d,
+                        fingerprint: p.inverse.apply(key),
+                    })
+                })?;
+                work.candidates += candidates;
+                if !go_on {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Matches into `out` (cleared first), sorted and de-duplicated; the work done.
+    fn near_work(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
+        out.clear();
+        let mut work = Work::default();
+        self.probe(&self.tables[..], fp, k, &mut work, |m| {
+            out.push(m);
+            true
+        })?;
+        out.sort_unstable();
+        out.dedup();
+        Ok(work)
+    }
+
+    /// Every stored fingerprint within Hamming distance `k` of `fp`, each once, ordered by
+    /// distance then value. An error if `k` exceeds the design's k, or on corrupt data.
+    pub fn near(&self, fp: u64, k: u32) -> Result<Vec<Match>> {
+        let mut out = Vec::new();
+        self.near_into(fp, k, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`near`](Self::near) into a caller's buffer (cleared first), so a hot loop allocates
+    /// nothing once the buffer has grown.
+    pub fn near_into(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<()> {
+        self.check_k(k)?;
+        let work = self.near_work(fp, k, out)?;
+        self.counters.add(1, &work);
+        Ok(())
+    }
+
+    /// Stream the fingerprints within `k` of `fp` to `f` as the probes find them, each once,
+    /// in no particular order; `f` returns [`ControlFlow::Break`] to stop early. Returns
+    /// whether the query ran to the end. Holds one small set of the fingerprints seen so far
+    /// (tables overlap), nothing else.
+    ///
+    /// ```
+    /// # use std::ops::ControlFlow;
+    /// # use simdex::index::{self, BuildOptions};
+    /// # fn main() -> simdex::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
+    /// index::build(&path, [1u64, 3, 7, 1 << 40].into_iter().map(Ok), &BuildOptions::default())?;
+    /// let idx = simdex::Index::open(&path)?;
+    /// let mut first_two = Vec::new();
+    /// idx.near_with(0, 3, |m| {
+    ///     first_two.push(m.fingerprint);
+    ///     if first_two.len() == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// })?;
+    /// assert_eq!(first_two.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn near_with(
+        &self,
+        fp: u64,
+        k: u32,
+        mut f: impl FnMut(Match) -> ControlFlow<()>,
+    ) -> Result<bool> {
+        self.check_k(k)?;
+        let mut seen = std::collections::HashSet::new();
+        let mut work = Work::default();
+        let done = self.probe(&self.tables[..], fp, k, &mut work, |m| {
+            if !seen.insert(m.fingerprint) {
+                return true;
+            }
+            f(m).is_continue()
+        });
+        self.counters.add(1, &work);
+        done
+    }
+
+    /// True if some stored fingerprint is within `k` of `fp`; stops at the first one found.
+    pub fn has_near(&self, fp: u64, k: u32) -> Result<bool> {
+        self.check_k(k)?;
+        let mut work = Work::default();
+        let done = self.probe(&self.tables[..], fp, k, &mut work, |_| false)?;
+        self.counters.add(1, &work);
+        Ok(!done)
+    }
+
+    /// [`near`](Self::near) for many queries, spread over all cores (the current rayon pool),
+    /// returned as one flat array in input order.
+    pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
+        self.check_k(k)?;
+        // Chunks of queries per task: each task fills one flat buffer, so there is one
+        // allocation per chunk rather than per query, and one counter update per chunk.
+        const CHUNK: usize = 256;
+        let parts: Vec<(Vec<usize>, Vec<Match>, Work)> = fps
+            .par_chunks(CHUNK)
+            .map(|qs| {
+                let mut lens = Vec::with_capacity(qs.len());
+                let mut all = Vec::new();
+                let mut buf = Vec::new();
+                let mut work = Work::default();
+                for &fp in qs {
+                    let w = self.near_work(fp, k, &mut buf)?;
+                    work.probes += w.probes;
+                    work.blocks += w.blocks;
+                    work.keys += w.keys;
+                    work.candidates += w.candidates;
+                    lens.push(buf.len());
+                    all.extend_from_slice(&buf);
+                }
+                self.counters.add(qs.len() as u64, &work);
+                Ok((lens, all, work))
+            })
+            .collect::<Result<_>>()?;
+        let total: usize = parts.iter().map(|p| p.1.len()).sum();
+        let mut out = NearMany {
+            offsets: Vec::with_capacity(fps.len() + 1),
+            matches: Vec::with_capacity(total),
+        };
+        out.offsets.push(0);
+        for (lens, all, _) in parts {
+            for l in lens {
+                out.offsets
+                    .push(out.offsets.last().copied().unwrap_or(0) + l);
+            }
+            out.matches.extend(all);
+        }
+        Ok(out)
+    }
+
+    /// What the queries answered so far cost (since the index was opened).
+    pub fn counters(&self) -> QueryCounters {
+        self.counters.read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_flips_enumerate_each_subset_once() {
+        for (p, r, want) in [
+            (32u32, 0u32, 1usize),
+            (32, 1, 33),
+            (10, 2, 1 + 10 + 45),
+            (3, 3, 8),
+        ] {
+            let pr = Prober::new(&Permutation::identity(), p, r);
+            assert_eq!(pr.flips.len(), want, "p={p} r={r}");
+            assert!(
+                pr.flips
+                    .iter()
+                    .all(|f| f.count_ones() <= r && f.trailing_zeros() >= 64 - p)
+            );
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Compaction (fold the delta into generation N+1 while queries and writes go on), rebuild
+//! into another design, and merging two stores.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::delta::Layer;
+use super::durability::lock;
+use super::generation::{self, Current, Generation, Layout, Source};
+use super::open::{log_numbers, perms_of};
+use super::wal::{self, LogWriter};
+use super::*;
+use crate::codec::Codec;
+use crate::error::{Error, Result};
+
+impl Store {
+    /// Fold the delta into a new generation. Queries (and, except during a rebuild, writes)
+    /// continue meanwhile; returns `None` when there was nothing to compact.
+    pub fn compact(&self) -> Result<Option<GenerationSummary>> {
+        self.compact_with(None, false)
+    }
+
+    /// Compact into a new design or codec (block size policy unchanged unless given): the
+    /// offline `rebuild`. Writes wait until it is done.
+    pub fn rebuild(
+        &self,
+        design: crate::Design,
+        codec: Codec,
+        block_size: Option<u32>,
+    ) -> Result<GenerationSummary> {
+        if let Some(b) = block_size {
+            crate::table::format::check_block_size(b)?;
+        }
+        let layout = Layout {
+            design,
+            codec,
+            block_size: block_size.or(self.read_state().current.block_size),
+        };
+        self.compact_with(Some(layout), false)?
+            .ok_or_else(|| Error::InvalidArgument("rebuild wrote nothing".into()))
+    }
+
+    /// `only_if_full`: the automatic compaction of a writer that filled the delta; after waiting
+    /// for a compaction another writer started, there may be nothing left to do.
+    pub(crate) fn compact_with(
+        &self,
+        relayout: Option<Layout>,
+        only_if_full: bool,
+    ) -> Result<Option<GenerationSummary>> {
+        self.check_writable()?;
+        let _one_at_a_time = lock(&self.compaction);
+        if only_if_full {
+            let st = self.read_state();
+            if st.frozen.is_none() && st.active.ops() < self.opts.max_delta {
+                return Ok(None);
+            }
+        }
+        // Freeze the delta and start a new log (unless a failed compaction left one frozen).
+        let mut writer = lock(&self.writer);
+        let target = {
+            let mut st = self.write_state();
+            if st.frozen.is_none() {
+                if st.active.is_empty() && relayout.is_none() {
+                    return Ok(None);
+                }
+                let log = writer
+                    .as_mut()
+                    .ok_or_else(|| Error::Poisoned("no log open".into()))?;
+                let next = LogWriter::create(&self.dir, log.number() + 1)?;
+                {
+                    let mut f = lock(&self.durability.file);
+                    if let Err(e) = log.sync() {
+                        self.durability.poison(&e);
+                        return Err(e);
+                    }
+                    self.durability.synced.fetch_max(
+                        self.durability.appended.load(Ordering::Acquire),
+                        Ordering::AcqRel,
+                    );
+                    *f = Some(next.try_clone_file()?);
+                }
+                *writer = Some(next);
+                let fresh = st.active.empty_like();
+                let old = std::mem::replace(&mut st.active, fresh);
+                st.frozen = Some(Arc::new(old));
+            }
+            writer.as_ref().map_or(0, |l| l.number())
+        };
+        // A plain compaction lets writers go on into the new log; a rebuild changes the
+        // tables' permutations, so the delta's layout, and keeps writers out until it is done.
+        let writer = if relayout.is_some() {
+            Some(writer)
+        } else {
+            drop(writer);
+            None
+        };
+        let (generation, frozen) = if writer.is_some() {
+            // A rebuild holds the writer: the frozen delta plus any writes made since a failed
+            // compaction (empty otherwise; they stay in the live log too, and replaying them
+            // later is harmless).
+            let (g, layer) = self.snapshot_layer();
+            (g, Arc::new(layer))
+        } else {
+            let st = self.read_state();
+            let frozen = st
+                .frozen
+                .clone()
+                .unwrap_or_else(|| Arc::new(st.active.empty_like()));
+            (Arc::clone(&st.generation), frozen)
+        };
+        let layout = match relayout {
+            Some(l) => l,
+            None => generation.layout(self.read_state().current.block_size),
+        };
+        let out = self.dir.join(generation::dir_name(target));
+        if out.exists() {
+            std::fs::remove_dir_all(&out).map_err(|e| Error::io(out.clone(), "remove", e))?;
+        }
+        let summary = generation::write_generation(
+            &self.dir,
+            target,
+            &layout,
+            &[Source {
+                generation: Some(&generation),
+                layer: &frozen,
+            }],
+            self.opts.mem_bytes,
+            &self.opts.progress,
+        )?;
+        let new_gen = Arc::new(Generation::open(&self.dir, target)?);
+        let current = Current {
+            generation: target,
+            block_size: layout.block_size,
+        };
+        current.write(&self.dir)?;
+        {
+            let mut st = self.write_state();
+            if writer.is_some() {
+                st.active = Layer::new(perms_of(&new_gen));
+            }
+            let old = std::mem::replace(&mut st.generation, new_gen);
+            st.frozen = None;
+            st.current = current;
+            old.retire();
+        }
+        drop(writer);
+        for n in log_numbers(&self.dir)? {
+            if n < target {
+                let p = self.dir.join(wal::file_name(n));
+                std::fs::remove_file(&p).map_err(|e| Error::io(p, "remove compacted log", e))?;
+            }
+        }
+        crate::atomic::sync_dir(&self.dir)?;
+        Ok(Some(summary))
+    }
+
+    /// Write a new store at `out` holding the union of `a` and `b` (same design), including
+    /// their uncompacted writes.
+    pub fn merge(a: &Store, b: &Store, out: &Path) -> Result<GenerationSummary> {
+        let (ga, la) = a.snapshot_layer();
+        let (gb, lb) = b.snapshot_layer();
+        if ga.index().design() != gb.index().design() {
+            return Err(Error::InvalidArgument(format!(
+                "stores have different designs ({} and {}); rebuild one first",
+                ga.index().design().name(),
+                gb.index().design().name()
+            )));
+        }
+        let staging = crate::atomic::StagedDir::new(out, "merging")?;
+        let layout = ga.layout(a.read_state().current.block_size);
+        let summary = generation::write_generation(
+            staging.path(),
+            0,
+            &layout,
+            &[
+                Source {
+                    generation: Some(&ga),
+                    layer: &la,
+                },
+                Source {
+                    generation: Some(&gb),
+                    layer: &lb,
+                },
+            ],
+            a.opts.mem_bytes,
+            &a.opts.progress,
+        )?;
+        Current {
+            generation: 0,
+            block_size: layout.block_size,
+        }
+        .write(staging.path())?;
+        staging.publish()?;
+        Ok(summary)
+    }
+
+    /// The generation and one layer equal to all writes on top of it.
+    pub(crate) fn snapshot_layer(&self) -> (Arc<Generation>, Layer) {
+        let st = self.read_state();
+        let mut layer = match &st.frozen {
+            Some(f) => (**f).clone(),
+            None => st.active.empty_like(),
+        };
+        layer.absorb(&st.active);
+        (Arc::clone(&st.generation), layer)
+    }
+}

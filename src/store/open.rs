@@ -1,0 +1,305 @@
+//! Creating a store, and opening one: the writer lock, leftovers of an interrupted compaction,
+//! log replay (torn tails) and the check that the live logs form an unbroken sequence.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use super::delta::Layer;
+use super::durability::Durability;
+use super::generation::{self, Current, Generation, Layout, Source};
+use super::wal::{self, LogWriter};
+use super::write::apply;
+use super::*;
+use crate::error::{Error, Result};
+
+impl Store {
+    /// Create an empty store at `dir` (which must not exist). Atomic: a crash leaves no
+    /// directory or a whole store.
+    pub fn create(dir: impl AsRef<Path>, opts: &CreateOptions) -> Result<()> {
+        Store::create_inner(dir.as_ref(), opts, None).map(|_| ())
+    }
+
+    fn create_inner(
+        dir: &Path,
+        opts: &CreateOptions,
+        bulk: Option<generation::SortedPairs<'_>>,
+    ) -> Result<GenerationSummary> {
+        let design = opts
+            .design
+            .resolve(opts.expected_keys.max(1), opts.k, opts.block_size)?;
+        if let Some(b) = opts.block_size {
+            crate::table::format::check_block_size(b)?;
+        }
+        let staging = crate::atomic::StagedDir::new(dir, "creating")?;
+        let layout = Layout {
+            design: design.clone(),
+            codec: opts.codec,
+            block_size: opts.block_size,
+        };
+        let empty = Layer::new(Vec::new());
+        let summary = generation::write_generation_with(
+            staging.path(),
+            0,
+            &layout,
+            &[Source {
+                generation: None,
+                layer: &empty,
+            }],
+            bulk,
+            1 << 20,
+            &crate::progress::ProgressHandle::none(),
+        )?;
+        Current {
+            generation: 0,
+            block_size: opts.block_size,
+        }
+        .write(staging.path())?;
+        staging.publish()?;
+        Ok(summary)
+    }
+
+    /// Create a store at `dir` (which must not exist) holding `pairs`, which must be strictly
+    /// ascending by (fingerprint, id): a bulk load that bypasses the log and the delta. Atomic
+    /// like [`Store::create`]. Holds the distinct fingerprints in memory (8 bytes each).
+    pub fn create_from_sorted(
+        dir: impl AsRef<Path>,
+        opts: &CreateOptions,
+        pairs: impl Iterator<Item = Result<(u64, u64)>> + Send,
+    ) -> Result<GenerationSummary> {
+        Store::create_inner(dir.as_ref(), opts, Some(Box::new(pairs)))
+    }
+
+    /// True if `dir` looks like a store (has a `CURRENT` file).
+    pub fn is_store(dir: impl AsRef<Path>) -> bool {
+        dir.as_ref().join(generation::CURRENT_NAME).is_file()
+    }
+
+    /// Open the store at `dir` for reading and writing: take the writer lock, remove what an
+    /// interrupted compaction left, replay the logs (truncating a torn tail; see
+    /// [`Store::recovery`]).
+    pub fn open(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
+        Store::open_inner(dir.as_ref(), opts, false)
+    }
+
+    /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
+    /// to the moment of opening. Safe beside a running writer.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
+        // A writer may commit a compaction (and remove the old generation and logs) while we
+        // open; every such case surfaces as "not found" and is retried.
+        let mut last = None;
+        for attempt in 0..100u64 {
+            match Store::open_inner(dir.as_ref(), &StoreOptions::default(), true) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    last = Some(source);
+                    std::thread::sleep(Duration::from_millis(1 + attempt.min(20)));
+                }
+                other => return other,
+            }
+        }
+        Err(Error::io(
+            dir.as_ref().to_path_buf(),
+            "open store",
+            last.unwrap_or_else(|| std::io::Error::other("kept changing")),
+        ))
+    }
+
+    fn open_inner(dir: &Path, opts: &StoreOptions, read_only: bool) -> Result<Store> {
+        if opts.max_delta == 0 {
+            return Err(Error::InvalidArgument(
+                "max_delta must be at least 1".into(),
+            ));
+        }
+        if !Store::is_store(dir) {
+            return Err(Error::io(
+                dir.join(generation::CURRENT_NAME),
+                "open store",
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no CURRENT: not a simdex store (create one with `simdex insert --create`)",
+                ),
+            ));
+        }
+        let lock_file = if read_only {
+            None
+        } else {
+            let p = dir.join(LOCK_NAME);
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&p)
+                .map_err(|e| Error::io(p.clone(), "open lock file", e))?;
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: p }),
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io(p, "lock", e));
+                }
+            }
+            Some(f)
+        };
+        let current = Current::read(dir)?;
+        let g = current.generation;
+        let mut recovery = Recovery::default();
+        if !read_only {
+            // Leftovers: generations other than the live one (retired, or written by a
+            // compaction that crashed before its commit), staging directories, compacted logs.
+            for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir.to_path_buf(), "list", e))? {
+                let e = e.map_err(|e| Error::io(dir.to_path_buf(), "list", e))?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stale_gen = name
+                    .strip_prefix("gen-")
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .is_some_and(|n| n != g);
+                let stale_log = name
+                    .strip_prefix("wal-")
+                    .and_then(|s| s.strip_suffix(".log"))
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .is_some_and(|n| n < g);
+                let staging = name.starts_with(".gen-") || name.starts_with(".CURRENT.");
+                if stale_gen || stale_log || staging {
+                    let p = e.path();
+                    let r = if p.is_dir() {
+                        std::fs::remove_dir_all(&p)
+                    } else {
+                        std::fs::remove_file(&p)
+                    };
+                    r.map_err(|err| Error::io(p.clone(), "remove leftover", err))?;
+                    recovery.removed.push(p);
+                }
+            }
+        }
+        let generation = Generation::open(dir, g)?;
+        let mut active = Layer::new(perms_of(&generation));
+        let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
+        // The writes since generation G are logs G, G+1, ... without a gap (log G is created
+        // before G is committed). A gap means a writer removed logs after committing a newer
+        // generation while we were opening (read-only: retry), or damage (writer: refuse).
+        let changed = || {
+            Error::io(
+                dir.to_path_buf(),
+                "open store",
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "a compaction committed while opening; retry",
+                ),
+            )
+        };
+        if let Some(&first) = logs.first()
+            && (first != g || logs.windows(2).any(|w| w[1] != w[0] + 1))
+        {
+            if read_only {
+                return Err(changed());
+            }
+            return Err(Error::corrupt(
+                "store logs",
+                0,
+                format!("logs numbered {g}, {}, ... without a gap", g + 1),
+                format!("logs {logs:?}: writes logged in the missing ones are lost"),
+            )
+            .with_path(dir));
+        }
+        let mut last_valid = None;
+        for &n in &logs {
+            let path = dir.join(wal::file_name(n));
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(path.clone(), "read", e))?;
+            let c = wal::parse(&bytes, n).map_err(|e| e.with_path(&path))?;
+            for r in &c.records {
+                apply(&mut active, r);
+            }
+            recovery.logs += 1;
+            recovery.records += c.records.len() as u64;
+            if c.torn_bytes > 0 {
+                recovery
+                    .torn
+                    .push((path.clone(), c.valid_len, c.torn_bytes));
+                if !read_only && n != *logs.last().unwrap_or(&n) {
+                    // An older log is never appended to again; make it clean now.
+                    LogWriter::reopen(dir, n, c.valid_len)?;
+                }
+            }
+            last_valid = Some((n, c.valid_len));
+        }
+        if read_only && Current::read(dir)?.generation != g {
+            // A compaction committed while we replayed: what we read may mix two generations.
+            return Err(changed());
+        }
+        let (writer, file) = if read_only {
+            (None, None)
+        } else {
+            let w = match last_valid {
+                Some((n, len)) => LogWriter::reopen(dir, n, len)?,
+                None => LogWriter::create(dir, g)?,
+            };
+            let f = w.try_clone_file()?;
+            (Some(w), Some(f))
+        };
+        let durability = Arc::new(Durability {
+            file: Mutex::new(file),
+            appended: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            poisoned: Mutex::new(None),
+            stop: AtomicBool::new(false),
+        });
+        let flusher = match (opts.sync, read_only) {
+            (SyncPolicy::Group(every), false) => {
+                let d = Arc::clone(&durability);
+                Some(std::thread::spawn(move || {
+                    while !d.stop.load(Ordering::Acquire) {
+                        std::thread::park_timeout(every);
+                        let _ = d.sync_to(d.appended.load(Ordering::Acquire));
+                    }
+                }))
+            }
+            _ => None,
+        };
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            opts: opts.clone(),
+            read_only,
+            _lock: lock_file,
+            state: RwLock::new(State {
+                generation: Arc::new(generation),
+                frozen: None,
+                active,
+                current,
+            }),
+            writer: Mutex::new(writer),
+            durability,
+            compaction: Mutex::new(()),
+            compactor: Arc::new((Mutex::new(false), std::sync::Condvar::new())),
+            background: AtomicBool::new(false),
+            flusher,
+            recovery,
+        })
+    }
+}
+
+pub(crate) fn perms_of(g: &Generation) -> Vec<crate::Permutation> {
+    g.index()
+        .design()
+        .tables()
+        .iter()
+        .map(|t| t.permutation.clone())
+        .collect()
+}
+
+/// Log numbers present in `dir`, ascending.
+pub(crate) fn log_numbers(dir: &Path) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir.to_path_buf(), "list", e))? {
+        let e = e.map_err(|e| Error::io(dir.to_path_buf(), "list", e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name
+            .strip_prefix("wal-")
+            .and_then(|s| s.strip_suffix(".log"))
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}

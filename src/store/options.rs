@@ -1,0 +1,218 @@
+//! What a store is opened and created with, and the shapes of its answers and reports.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::codec::Codec;
+use crate::index::DesignChoice;
+use crate::progress::ProgressHandle;
+
+/// When the log is forced to stable storage (fsync).
+///
+/// Every write reaches the operating system (`write(2)`) before it is acknowledged, so no
+/// policy loses an acknowledged write when only the *process* dies (a panic, SIGKILL, OOM kill).
+/// The policies differ on power loss or a kernel crash:
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Each write returns only after its record is synced. Survives power loss. Concurrent
+    /// writers share fsyncs (group commit): one fsync covers every record appended before it.
+    PerWrite,
+    /// Writes return at once; a background thread syncs the log every interval. Power loss
+    /// loses at most the writes of the last interval.
+    Group(Duration),
+    /// The log is synced only by [`Store::flush`], compaction and closing the store. Power loss
+    /// loses the writes since the last flush.
+    Manual,
+}
+
+/// How to open a store: `StoreOptions::default()` plus the `with_*` setters (fields may be
+/// added in any release).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// Log sync policy.
+    pub sync: SyncPolicy,
+    /// Compact when the delta holds this many operations (inserted pairs and deletes).
+    pub max_delta: u64,
+    /// Memory budget for rebuilds that re-sort (see [`crate::index::BuildOptions::mem_bytes`]).
+    pub mem_bytes: u64,
+    /// Progress reports of compactions, rebuilds and merges (which may cancel them).
+    pub progress: ProgressHandle,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            sync: SyncPolicy::PerWrite,
+            max_delta: 1 << 20,
+            mem_bytes: 1 << 30,
+            progress: ProgressHandle::none(),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Log sync policy.
+    pub fn with_sync(mut self, sync: SyncPolicy) -> Self {
+        self.sync = sync;
+        self
+    }
+    /// Compact when the delta holds this many operations.
+    pub fn with_max_delta(mut self, max_delta: u64) -> Self {
+        self.max_delta = max_delta;
+        self
+    }
+    /// Memory budget for rebuilds that re-sort.
+    pub fn with_mem_bytes(mut self, mem_bytes: u64) -> Self {
+        self.mem_bytes = mem_bytes;
+        self
+    }
+    /// Progress reports and cancellation of compactions, rebuilds and merges.
+    pub fn with_progress(mut self, progress: ProgressHandle) -> Self {
+        self.progress = progress;
+        self
+    }
+}
+
+/// The shape of a new store: `CreateOptions::default()` plus the `with_*` setters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CreateOptions {
+    /// Largest query distance answered exactly.
+    pub k: u32,
+    /// The design ([`DesignChoice::Auto`] picks one for `expected_keys`).
+    pub design: DesignChoice,
+    /// Codec of every table.
+    pub codec: Codec,
+    /// Fixed block size; `None` picks one per generation size.
+    pub block_size: Option<u32>,
+    /// Fingerprints the store is expected to grow to (for the automatic design).
+    pub expected_keys: u64,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            k: 3,
+            design: DesignChoice::Auto,
+            codec: Codec::HDelta,
+            block_size: None,
+            expected_keys: 10_000_000,
+        }
+    }
+}
+
+impl CreateOptions {
+    /// Largest query distance answered exactly.
+    pub fn with_k(mut self, k: u32) -> Self {
+        self.k = k;
+        self
+    }
+    /// The design.
+    pub fn with_design(mut self, design: DesignChoice) -> Self {
+        self.design = design;
+        self
+    }
+    /// Codec of every table.
+    pub fn with_codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+    /// Fixed block size (`None`: one per generation size).
+    pub fn with_block_size(mut self, block_size: Option<u32>) -> Self {
+        self.block_size = block_size;
+        self
+    }
+    /// Fingerprints the store is expected to grow to.
+    pub fn with_expected_keys(mut self, expected_keys: u64) -> Self {
+        self.expected_keys = expected_keys;
+        self
+    }
+}
+
+/// A stored fingerprint within the query distance, with its documents.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreMatch {
+    /// Hamming distance to the query.
+    pub distance: u32,
+    /// The stored fingerprint.
+    pub fingerprint: u64,
+    /// Ids of the documents stored with it, ascending.
+    pub ids: Vec<u64>,
+}
+
+/// One (fingerprint, document id) pair within the query distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreRow {
+    /// Hamming distance to the query.
+    pub distance: u32,
+    /// The stored fingerprint.
+    pub fingerprint: u64,
+    /// A document stored with it.
+    pub id: u64,
+}
+
+/// The answers to many store queries, flat: the rows of query `i` are
+/// `rows[offsets[i]..offsets[i + 1]]`, by distance, fingerprint, then id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreNearMany {
+    /// `queries + 1` ascending offsets into `rows`, starting at 0.
+    pub offsets: Vec<usize>,
+    /// Every query's rows, query after query.
+    pub rows: Vec<StoreRow>,
+}
+
+/// What opening the store found in its logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Logs replayed.
+    pub logs: usize,
+    /// Records replayed.
+    pub records: u64,
+    /// Torn tails found: (log file, offset of the valid end, bytes after it). A writable open
+    /// truncates them; a read-only open ignores them.
+    pub torn: Vec<(PathBuf, u64, u64)>,
+    /// Leftover files of an interrupted compaction that were removed.
+    pub removed: Vec<PathBuf>,
+}
+
+impl Recovery {
+    /// One line per torn tail, for warnings.
+    pub fn warnings(&self) -> Vec<String> {
+        self.torn
+            .iter()
+            .map(|(p, at, n)| {
+                format!(
+                    "{}: torn tail of {n} bytes after offset {at} (a write cut short by a \
+                     crash; it was never acknowledged) dropped",
+                    p.display()
+                )
+            })
+            .collect()
+    }
+}
+
+/// Sizes of a store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreStats {
+    /// Live generation number.
+    pub generation: u64,
+    /// Design name.
+    pub design: String,
+    /// Largest k answered exactly.
+    pub k: u32,
+    /// Distinct fingerprints in the generation.
+    pub fingerprints: u64,
+    /// Pairs in the generation.
+    pub pairs: u64,
+    /// Pairs inserted in the delta (not yet compacted).
+    pub delta_pairs: u64,
+    /// Ids deleted in the delta.
+    pub delta_deletes: u64,
+    /// Bytes of the generation's tables.
+    pub table_bytes: u64,
+    /// Bytes of the generation's id map.
+    pub id_map_bytes: u64,
+    /// Bytes of the logs.
+    pub log_bytes: u64,
+}

@@ -1,0 +1,161 @@
+//! Queries over a store: the generation's tables and the delta layers probed with the same
+//! prefixes, document ids resolved from the id map, deleted ids dropped.
+
+use std::collections::BTreeMap;
+
+use std::ops::ControlFlow;
+
+use super::generation;
+use super::*;
+use crate::error::Result;
+use crate::index::query::Work;
+
+impl Store {
+    /// Every stored fingerprint within `k` of `fp` with its document ids, each fingerprint once,
+    /// ordered by distance then fingerprint. Sees every acknowledged write.
+    pub fn near(&self, fp: u64, k: u32) -> Result<Vec<StoreMatch>> {
+        let st = self.read_state();
+        let g = &st.generation;
+        let layers = st.layers();
+        let mut found: BTreeMap<u64, (u32, Vec<u64>)> = BTreeMap::new();
+        for m in g.index().near(fp, k)? {
+            let ids: Vec<u64> = g
+                .ids()
+                .ids_of(m.fingerprint)
+                .map_err(|e| e.with_path(&g.dir().join(generation::IDS_NAME)))?
+                .into_iter()
+                .filter(|id| !layers.iter().any(|l| l.deletes(*id)))
+                .collect();
+            if !ids.is_empty() {
+                found.insert(m.fingerprint, (m.distance, ids));
+            }
+        }
+        for (i, layer) in layers.iter().enumerate() {
+            let newer = &layers[i + 1..];
+            let mut hits = Vec::new();
+            g.index().probe(*layer, fp, k, &mut Work::default(), |m| {
+                hits.push(m);
+                true
+            })?;
+            for m in hits {
+                let e = found
+                    .entry(m.fingerprint)
+                    .or_insert_with(|| (m.distance, Vec::new()));
+                e.1.extend(
+                    layer
+                        .ids_in_layer(m.fingerprint)
+                        .filter(|id| !newer.iter().any(|l| l.deletes(*id))),
+                );
+            }
+        }
+        let mut out: Vec<StoreMatch> = found
+            .into_iter()
+            .filter_map(|(fp, (distance, mut ids))| {
+                ids.sort_unstable();
+                ids.dedup();
+                (!ids.is_empty()).then_some(StoreMatch {
+                    distance,
+                    fingerprint: fp,
+                    ids,
+                })
+            })
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// [`near`](Self::near) into a caller's buffer (cleared first).
+    pub fn near_into(&self, fp: u64, k: u32, out: &mut Vec<StoreMatch>) -> Result<()> {
+        *out = self.near(fp, k)?;
+        Ok(())
+    }
+
+    /// Call `f` on each fingerprint within `k` of `fp` with its ids, in order of distance then
+    /// fingerprint, until it returns [`ControlFlow::Break`]; whether it ran to the end. (The
+    /// matches are resolved against deletes in the delta before the first call.)
+    pub fn near_with(
+        &self,
+        fp: u64,
+        k: u32,
+        mut f: impl FnMut(&StoreMatch) -> ControlFlow<()>,
+    ) -> Result<bool> {
+        Ok(self.near(fp, k)?.iter().all(|m| f(m).is_continue()))
+    }
+
+    /// [`near`](Self::near) for many queries on all cores (the current rayon pool), flat: one
+    /// row per (query, fingerprint, id), rows of query `i` at `offsets[i]..offsets[i + 1]`.
+    pub fn near_many(&self, fps: &[u64], k: u32) -> Result<StoreNearMany> {
+        use rayon::prelude::*;
+        let per: Vec<Vec<StoreMatch>> = fps
+            .par_iter()
+            .map(|&fp| self.near(fp, k))
+            .collect::<Result<_>>()?;
+        let mut out = StoreNearMany {
+            offsets: Vec::with_capacity(fps.len() + 1),
+            rows: Vec::new(),
+        };
+        out.offsets.push(0);
+        for ms in per {
+            for m in ms {
+                for id in m.ids {
+                    out.rows.push(StoreRow {
+                        distance: m.distance,
+                        fingerprint: m.fingerprint,
+                        id,
+                    });
+                }
+            }
+            out.offsets.push(out.rows.len());
+        }
+        Ok(out)
+    }
+
+    /// True if some stored fingerprint is within `k` of `fp`.
+    pub fn has_near(&self, fp: u64, k: u32) -> Result<bool> {
+        {
+            let st = self.read_state();
+            let layers = st.layers();
+            if !layers.iter().any(|l| l.has_deletes()) {
+                // Nothing hides a compacted pair: the tables alone can answer yes.
+                if st.generation.index().has_near(fp, k)? {
+                    return Ok(true);
+                }
+                for l in &layers {
+                    let index = st.generation.index();
+                    if !index.probe(*l, fp, k, &mut Work::default(), |_| false)? {
+                        return Ok(true);
+                    }
+                }
+                return Ok(false);
+            }
+        }
+        Ok(!self.near(fp, k)?.is_empty())
+    }
+
+    /// Ids stored with exactly `fp`, ascending.
+    pub fn ids_of(&self, fp: u64) -> Result<Vec<u64>> {
+        Ok(self
+            .near(fp, 0)?
+            .into_iter()
+            .next()
+            .map(|m| m.ids)
+            .unwrap_or_default())
+    }
+
+    /// Every live (fingerprint, id) pair, ascending. Reads the whole id map: for export, checks
+    /// and tests, not for serving.
+    pub fn pairs(&self) -> Result<Vec<(u64, u64)>> {
+        let (g, layer) = self.snapshot_layer();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(g.ids().pairs() as usize);
+        for p in g.ids().iter() {
+            let (fp, id) = p?;
+            if !layer.deletes(id) {
+                out.push((fp, id));
+            }
+        }
+        out.extend(layer.pairs());
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
