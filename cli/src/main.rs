@@ -6,10 +6,14 @@ use clap::{Parser, Subcommand};
 
 mod batch;
 mod build;
+mod calibrate_cmd;
+mod dedup_cmd;
 mod demo;
 mod designs;
+mod docs;
 mod gen_cmd;
 mod hash_cmd;
+mod idf_cmd;
 mod input;
 mod inspect;
 mod progress;
@@ -44,11 +48,11 @@ enum Command {
     /// Fingerprint documents (text, HTML, JSONL): fingerprint_hex<TAB>id per document.
     Hash(hash_cmd::HashArgs),
     /// Every near-duplicate pair (or cluster) among documents, in one command.
-    Dedup(hash_cmd::DedupArgs),
+    Dedup(dedup_cmd::DedupArgs),
     /// Precision and recall of "distance <= k" on your corpus or labelled pairs, to choose k.
-    Calibrate(hash_cmd::CalibrateArgs),
+    Calibrate(calibrate_cmd::CalibrateArgs),
     /// Learn per-feature weights (IDF) from a corpus, for hash/dedup --idf.
-    Idf(hash_cmd::IdfArgs),
+    Idf(idf_cmd::IdfArgs),
     /// Insert (fingerprint, document id) pairs into a store (created if missing).
     Insert(store_cmd::InsertArgs),
     /// Delete every pair of some document ids from a store.
@@ -99,9 +103,9 @@ fn main() -> ExitCode {
         Command::Verify(a) => inspect::verify(a),
         Command::Designs(a) => designs::run(a),
         Command::Hash(a) => hash_cmd::hash(a),
-        Command::Dedup(a) => hash_cmd::dedup(a),
-        Command::Calibrate(a) => hash_cmd::calibrate(a),
-        Command::Idf(a) => hash_cmd::idf(a),
+        Command::Dedup(a) => dedup_cmd::dedup(a),
+        Command::Calibrate(a) => calibrate_cmd::calibrate(a),
+        Command::Idf(a) => idf_cmd::idf(a),
         Command::Insert(a) => store_cmd::insert(a),
         Command::Delete(a) => store_cmd::delete(a),
         Command::Compact(a) => store_cmd::compact(a),

@@ -50,6 +50,7 @@ impl Store {
     ) -> Result<Option<GenerationSummary>> {
         self.check_writable()?;
         let _one_at_a_time = lock(&self.compaction);
+        let started = std::time::Instant::now();
         if only_if_full {
             let st = self.read_state();
             if st.frozen.is_none() && st.active.ops() < self.opts.max_delta {
@@ -152,6 +153,9 @@ impl Store {
             }
         }
         crate::atomic::sync_dir(&self.dir)?;
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        self.compaction_nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(Some(summary))
     }
 

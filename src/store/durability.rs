@@ -18,6 +18,9 @@ pub(crate) struct Durability {
     pub(crate) synced: AtomicU64,
     pub(crate) poisoned: Mutex<Option<String>>,
     pub(crate) stop: AtomicBool,
+    /// fsyncs of the log made, and their total time in nanoseconds.
+    pub(crate) fsyncs: AtomicU64,
+    pub(crate) fsync_nanos: AtomicU64,
 }
 
 impl Durability {
@@ -48,7 +51,12 @@ impl Durability {
             return Ok(());
         };
         let target = self.appended.load(Ordering::Acquire);
-        if let Err(e) = f.sync_data() {
+        let t0 = std::time::Instant::now();
+        let r = f.sync_data();
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.fsync_nanos
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if let Err(e) = r {
             let e = Error::io(None, "fsync log", e);
             self.poison(&e);
             return Err(e);

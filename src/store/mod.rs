@@ -41,14 +41,14 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use delta::Layer;
-use durability::Durability;
+use durability::{Durability, lock};
 use generation::Current;
 use wal::LogWriter;
 
 pub use generation::{Generation, GenerationSummary};
 pub use options::{
-    CreateOptions, Recovery, StoreMatch, StoreNearMany, StoreOptions, StoreRow, StoreStats,
-    SyncPolicy,
+    CreateOptions, Recovery, StoreCounters, StoreMatch, StoreNearMany, StoreOptions, StoreRow,
+    StoreStats, SyncPolicy,
 };
 
 /// File name of the writer lock.
@@ -93,6 +93,11 @@ pub struct Store {
     background: AtomicBool,
     flusher: Option<std::thread::JoinHandle<()>>,
     recovery: Recovery,
+    compactions: std::sync::atomic::AtomicU64,
+    compaction_nanos: std::sync::atomic::AtomicU64,
+    /// The error of the last failed background compaction, reported by the next call.
+    background_error: Mutex<Option<Error>>,
+    closed: AtomicBool,
 }
 
 impl Store {
@@ -154,6 +159,48 @@ impl Store {
         }
     }
 
+    /// What the store has done since it was opened: the live generation's query counters,
+    /// log fsyncs and their time, compactions and their time.
+    pub fn counters(&self) -> StoreCounters {
+        use std::sync::atomic::Ordering::Relaxed;
+        StoreCounters {
+            queries: self.generation().index().counters(),
+            fsyncs: self.durability.fsyncs.load(Relaxed),
+            fsync_time: std::time::Duration::from_nanos(self.durability.fsync_nanos.load(Relaxed)),
+            compactions: self.compactions.load(Relaxed),
+            compaction_time: std::time::Duration::from_nanos(self.compaction_nanos.load(Relaxed)),
+        }
+    }
+
+    /// Report (once) the error of a background compaction that failed since the last call.
+    pub(crate) fn take_background_error(&self) -> Result<()> {
+        match lock(&self.background_error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Close the store: stop the group-commit thread and sync every acknowledged write,
+    /// returning what dropping the store would have to swallow (a failed final fsync, or a
+    /// background compaction's error not reported yet).
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.durability.stop.store(true, Ordering::Release);
+        if let Some(t) = self.flusher.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let flushed = if self.read_only { Ok(()) } else { self.flush() };
+        self.take_background_error()?;
+        flushed
+    }
+
     /// Check every checksum of the live generation and that its id map matches its tables.
     pub fn verify(&self) -> Result<()> {
         self.generation().verify()
@@ -161,14 +208,8 @@ impl Store {
 }
 
 impl Drop for Store {
+    /// Closes the store; an error is lost here; call [`Store::close`] to see it.
     fn drop(&mut self) {
-        self.durability.stop.store(true, Ordering::Release);
-        if let Some(t) = self.flusher.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-        if !self.read_only {
-            let _ = self.flush();
-        }
+        let _ = self.shutdown();
     }
 }

@@ -242,6 +242,8 @@ impl Store {
             synced: AtomicU64::new(0),
             poisoned: Mutex::new(None),
             stop: AtomicBool::new(false),
+            fsyncs: AtomicU64::new(0),
+            fsync_nanos: AtomicU64::new(0),
         });
         let flusher = match (opts.sync, read_only) {
             (SyncPolicy::Group(every), false) => {
@@ -273,6 +275,10 @@ impl Store {
             background: AtomicBool::new(false),
             flusher,
             recovery,
+            compactions: AtomicU64::new(0),
+            compaction_nanos: AtomicU64::new(0),
+            background_error: Mutex::new(None),
+            closed: AtomicBool::new(false),
         })
     }
 }

@@ -162,6 +162,22 @@ pub struct StoreNearMany {
     pub rows: Vec<StoreRow>,
 }
 
+/// What a store has done since it was opened ([`Store::counters`](super::Store::counters)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreCounters {
+    /// Query counters of the live generation's tables (reset when a compaction replaces it).
+    pub queries: crate::index::QueryCounters,
+    /// fsyncs of the log.
+    pub fsyncs: u64,
+    /// Their total time.
+    pub fsync_time: Duration,
+    /// Compactions, rebuilds included.
+    pub compactions: u64,
+    /// Their total time.
+    pub compaction_time: Duration,
+}
+
 /// What opening the store found in its logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovery {

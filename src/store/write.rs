@@ -40,6 +40,7 @@ impl Store {
 
     fn write(&self, rec: Record) -> Result<()> {
         self.check_writable()?;
+        self.take_background_error()?;
         let (lsn, ops) = {
             let mut w = lock(&self.writer);
             self.durability.check()?;
@@ -106,13 +107,16 @@ impl Store {
                     *w = false;
                 }
                 let Some(store) = weak.upgrade() else { return };
-                let _ = store.compact_with(None, true);
+                if let Err(e) = store.compact_with(None, true) {
+                    *lock(&store.background_error) = Some(e);
+                }
             }
         })
     }
 
     /// Fault injection for tests and fuzzing: the next log append writes only `bytes` bytes of
     /// its record and fails, as a full disk would.
+    #[cfg(any(test, feature = "internals"))]
     #[doc(hidden)]
     pub fn inject_log_failure(&self, bytes: u64) {
         if let Some(w) = lock(&self.writer).as_mut() {

@@ -1,0 +1,225 @@
+//! `simdex calibrate`: precision and recall of "distance <= k" against exact Jaccard.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
+use simdex::{Error, Result};
+
+use crate::docs::*;
+
+/// Arguments of `simdex calibrate`.
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub docs: DocArgs,
+    /// Shingle sizes to compare (1 = single words).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    pub shingles: Vec<usize>,
+    /// Ground truth: near-duplicates have word 3-shingle Jaccard at least this.
+    #[arg(long, default_value_t = 0.9)]
+    pub threshold: f64,
+    /// Labelled pairs instead of the Jaccard ground truth: lines `id_a<TAB>id_b<TAB>1|0`.
+    #[arg(long)]
+    pub pairs: Option<PathBuf>,
+    /// Largest k in the table.
+    #[arg(long, default_value_t = 7)]
+    pub max_k: u32,
+    /// Use at most this many documents (all pairs are compared: the cost grows with its square).
+    #[arg(long, default_value_t = 30_000)]
+    pub max_docs: usize,
+    /// Also compare, for each shingle size, IDF weights learned from the corpus itself.
+    #[arg(long)]
+    pub with_idf: bool,
+}
+
+/// A labelled pair: (document, document, near-duplicate?).
+type Labelled = (u32, u32, bool);
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{:.3}", v))
+}
+
+/// Run `calibrate`: precision and recall of "distance <= k" for each shingle size, as a
+/// markdown table.
+pub fn calibrate(a: CalibrateArgs) -> Result<()> {
+    if !(a.threshold > 0.0 && a.threshold <= 1.0) {
+        return Err(Error::InvalidArgument(format!(
+            "threshold {} is not in (0, 1]",
+            a.threshold
+        )));
+    }
+    if a.shingles.iter().any(|&n| !(1..=16).contains(&n)) {
+        return Err(Error::InvalidArgument(
+            "shingle sizes must be in 1..=16".into(),
+        ));
+    }
+    // Read the corpus once.
+    let mut docs: Vec<Doc> = Vec::new();
+    read_docs(&a.docs, |chunk| {
+        let room = a.max_docs.saturating_sub(docs.len());
+        docs.extend(chunk.into_iter().take(room));
+        Ok(())
+    })?;
+    let sets: Vec<Vec<u64>> = docs.par_iter().map(|d| eval_set(&d.text)).collect();
+    let skip: HashSet<u32> = (0..docs.len() as u32)
+        .filter(|&i| sets[i as usize].is_empty())
+        .collect();
+    let (truth, universe): (HashSet<(u32, u32)>, Option<Vec<Labelled>>) = match &a.pairs {
+        None => (
+            simhash::eval::similar_pairs(&sets, a.threshold)
+                .into_iter()
+                .collect(),
+            None,
+        ),
+        Some(p) => {
+            let by_id: HashMap<&str, u32> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.id.as_str(), i as u32))
+                .collect();
+            let text = std::fs::read_to_string(p).map_err(|e| Error::io(p.clone(), "read", e))?;
+            let mut labelled = Vec::new();
+            for (no, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let f: Vec<&str> = line.split('\t').collect();
+                let bad = |m: String| Error::Parse {
+                    path: Some(p.clone()),
+                    location: format!("line {}", no + 1),
+                    message: m,
+                };
+                let [x, y, l] = f[..] else {
+                    return Err(bad(format!(
+                        "expected id_a<TAB>id_b<TAB>1|0, found {line:?}"
+                    )));
+                };
+                let look = |id: &str| {
+                    by_id
+                        .get(id)
+                        .copied()
+                        .ok_or_else(|| bad(format!("no document {id:?}")))
+                };
+                let (i, j) = (look(x)?, look(y)?);
+                let label = match l.trim() {
+                    "1" => true,
+                    "0" => false,
+                    o => return Err(bad(format!("label {o:?} is not 1 or 0"))),
+                };
+                labelled.push((i.min(j), i.max(j), label));
+            }
+            (
+                labelled
+                    .iter()
+                    .filter(|p| p.2)
+                    .map(|p| (p.0, p.1))
+                    .collect(),
+                Some(labelled),
+            )
+        }
+    };
+    let mut columns = Vec::new();
+    let mut header = Vec::new();
+    let variants: Vec<(usize, bool)> = a
+        .shingles
+        .iter()
+        .flat_map(|&n| {
+            let idf = if a.with_idf {
+                vec![false, true]
+            } else {
+                vec![false]
+            };
+            idf.into_iter().map(move |w| (n, w))
+        })
+        .collect();
+    for (n, with_idf) in variants {
+        let weights = if with_idf {
+            let plain = Simhasher::new(SimhashOptions {
+                shingle: n,
+                weights: None,
+            })?;
+            let feats: Vec<Vec<u64>> = docs
+                .par_iter()
+                .map(|d| {
+                    plain
+                        .features(&d.text)
+                        .into_iter()
+                        .map(|(f, _)| f)
+                        .collect()
+                })
+                .collect();
+            Some(Arc::new(IdfTable::build(n, feats.iter().map(|v| &v[..]))))
+        } else {
+            None
+        };
+        let name = if n == 1 {
+            "words".to_string()
+        } else {
+            format!("{n}-shingles")
+        };
+        header.push(if with_idf {
+            format!("{name} + idf")
+        } else {
+            name
+        });
+        let h = Simhasher::new(SimhashOptions {
+            shingle: n,
+            weights,
+        })?;
+        let fps: Vec<u64> = docs.par_iter().map(|d| h.hash_text(&d.text)).collect();
+        let rows = match &universe {
+            None => simhash::eval::evaluate(&fps, &skip, &truth, a.max_k),
+            Some(labelled) => (0..=a.max_k)
+                .map(|k| {
+                    let mut r = simhash::eval::Row {
+                        k,
+                        true_positives: 0,
+                        false_positives: 0,
+                        false_negatives: 0,
+                    };
+                    for &(i, j, l) in labelled {
+                        let within = (fps[i as usize] ^ fps[j as usize]).count_ones() <= k;
+                        match (within, l) {
+                            (true, true) => r.true_positives += 1,
+                            (true, false) => r.false_positives += 1,
+                            (false, true) => r.false_negatives += 1,
+                            _ => {}
+                        }
+                    }
+                    r
+                })
+                .collect(),
+        };
+        columns.push(rows);
+    }
+    crate::outln!(
+        "{} documents ({} empty, left out), {} near-duplicate pairs ({})",
+        docs.len(),
+        skip.len(),
+        truth.len(),
+        match &a.pairs {
+            None => format!("word 3-shingle Jaccard >= {}", a.threshold),
+            Some(p) => format!("labelled in {}", p.display()),
+        }
+    )?;
+    crate::outln!("precision / recall of \"distance <= k\"\n")?;
+    crate::outln!("| k | {} |", header.join(" | "))?;
+    crate::outln!("|---:|{}", ":---:|".repeat(header.len()))?;
+    for k in 0..=a.max_k as usize {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|rows| format!("{} / {}", pct(rows[k].precision()), pct(rows[k].recall())))
+            .collect();
+        crate::outln!("| {k} | {} |", cells.join(" | "))?;
+    }
+    Ok(())
+}
+
+/// The ground truth's set: word 3-shingles.
+fn eval_set(text: &str) -> Vec<u64> {
+    simhash::eval::shingle_set(text, 3)
+}

@@ -1,0 +1,235 @@
+//! Reading documents for `hash`, `dedup`, `calibrate` and `idf`: files, directories (recursive,
+//! in name order), `.gz`, JSON Lines; HTML text extracted once, on all cores.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
+use simdex::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct DocArgs {
+    /// Files, directories (read recursively; `.gz` files are decompressed) or `-` for standard
+    /// input (one document, or JSONL with --jsonl).
+    #[arg(default_value = "-")]
+    pub paths: Vec<PathBuf>,
+    /// Documents are HTML: hash their visible text only.
+    #[arg(long)]
+    pub html: bool,
+    /// Inputs are JSON Lines: one object per line with "id" (string or number) and "text".
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Features are shingles of N consecutive words (1 = single words).
+    #[arg(long, default_value_t = simhash::DEFAULT_SHINGLE)]
+    pub shingle: usize,
+    /// Per-feature weights learned by `simdex idf` (the shingle size must match).
+    #[arg(long)]
+    pub idf: Option<PathBuf>,
+    /// Stop at the first bad JSONL line instead of reporting and skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl DocArgs {
+    fn hasher(&self) -> Result<Simhasher> {
+        let weights = match &self.idf {
+            None => None,
+            Some(p) => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|e| Error::io(p.clone(), "read", e))?;
+                let t = IdfTable::decode(&text).map_err(|e| e.with_path(p))?;
+                if t.shingle() != self.shingle {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} was learned with --shingle {}, not {}",
+                        p.display(),
+                        t.shingle(),
+                        self.shingle
+                    )));
+                }
+                Some(Arc::new(t))
+            }
+        };
+        Simhasher::new(SimhashOptions {
+            shingle: self.shingle,
+            weights,
+        })
+    }
+}
+
+/// One input document.
+pub struct Doc {
+    /// The path, or the JSONL line's id.
+    pub id: String,
+    /// Plain text (HTML already reduced to its visible text).
+    pub text: String,
+}
+
+pub fn read_text(path: &Path) -> Result<String> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+    let mut bytes = Vec::new();
+    let r = if path.extension().is_some_and(|x| x == "gz") {
+        flate2::read::MultiGzDecoder::new(f).read_to_end(&mut bytes)
+    } else {
+        BufReader::new(f).read_to_end(&mut bytes)
+    };
+    r.map_err(|e| Error::io(path.to_path_buf(), "read", e))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Files under `p` (recursively, in name order), or `p` itself.
+fn walk(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let meta = std::fs::metadata(p).map_err(|e| Error::io(p.to_path_buf(), "open", e))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Error::io(p.to_path_buf(), "list", e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            walk(&e, out)?;
+        }
+    } else {
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Read every document, hash them on all cores, and call `emit(fingerprint, doc)` in input
+/// order. Returns (documents, bad lines skipped).
+pub fn for_each_doc(
+    a: &DocArgs,
+    mut emit: impl FnMut(u64, &Doc) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let hasher = a.hasher()?;
+    read_docs(a, |docs| {
+        let fps: Vec<u64> = docs.par_iter().map(|d| hasher.hash_text(&d.text)).collect();
+        fps.into_iter()
+            .zip(&docs)
+            .try_for_each(|(fp, d)| emit(fp, d))
+    })
+}
+
+/// Read every document in input order, a chunk at a time (with --html, `text` is already the
+/// visible text, extracted on all cores). Returns (documents, bad lines skipped).
+pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> Result<(u64, u64)> {
+    let pb = crate::progress::bar(!a.quiet, None, "documents");
+    let (mut n, mut bad) = (0u64, 0u64);
+    let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
+        if a.html {
+            docs.par_iter_mut()
+                .for_each(|d| d.text = simhash::html::visible_text(&d.text));
+        }
+        *n += docs.len() as u64;
+        chunk(docs)?;
+        pb.set_position(*n);
+        Ok(())
+    };
+    if a.jsonl {
+        for p in &a.paths {
+            let (reader, name): (Box<dyn BufRead>, PathBuf) = if p == Path::new("-") {
+                (
+                    Box::new(BufReader::new(std::io::stdin())),
+                    PathBuf::from("<stdin>"),
+                )
+            } else {
+                let f = std::fs::File::open(p).map_err(|e| Error::io(p.clone(), "open", e))?;
+                (Box::new(BufReader::with_capacity(1 << 20, f)), p.clone())
+            };
+            let mut lines = reader.lines().enumerate();
+            loop {
+                let mut chunk = Vec::new();
+                for (i, line) in lines.by_ref().take(4096) {
+                    let line = line.map_err(|e| Error::io(name.clone(), "read", e))?;
+                    chunk.push((i + 1, line));
+                }
+                if chunk.is_empty() {
+                    break;
+                }
+                let mut docs = Vec::with_capacity(chunk.len());
+                for (no, line) in chunk {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    match parse_jsonl(&line) {
+                        Ok(d) => docs.push(d),
+                        Err(msg) => {
+                            let e = Error::Parse {
+                                path: Some(name.clone()),
+                                location: format!("line {no}"),
+                                message: msg,
+                            };
+                            if a.strict {
+                                return Err(e);
+                            }
+                            bad += 1;
+                            pb.suspend(|| eprintln!("simdex: warning: skipped {e}"));
+                        }
+                    }
+                }
+                run(docs, &mut n)?;
+            }
+        }
+    } else {
+        let mut files = Vec::new();
+        let mut stdin_doc = false;
+        for p in &a.paths {
+            if p == Path::new("-") {
+                stdin_doc = true;
+            } else {
+                walk(p, &mut files)?;
+            }
+        }
+        if stdin_doc {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(PathBuf::from("<stdin>"), "read", e))?;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            run(
+                vec![Doc {
+                    id: "-".into(),
+                    text,
+                }],
+                &mut n,
+            )?;
+        }
+        for chunk in files.chunks(256) {
+            let docs: Vec<Doc> = chunk
+                .par_iter()
+                .map(|p| {
+                    Ok(Doc {
+                        id: p.display().to_string(),
+                        text: read_text(p)?,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            run(docs, &mut n)?;
+        }
+    }
+    pb.finish_and_clear();
+    Ok((n, bad))
+}
+
+fn parse_jsonl(line: &str) -> std::result::Result<Doc, String> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let id = match v.get("id") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        Some(_) => return Err("\"id\" is neither a string nor a number".into()),
+        None => return Err("no \"id\" field".into()),
+    };
+    let text = match v.get("text") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(_) => return Err("\"text\" is not a string".into()),
+        None => return Err("no \"text\" field".into()),
+    };
+    if id.contains(['\t', '\n']) {
+        return Err("\"id\" contains a tab or newline".into());
+    }
+    Ok(Doc { id, text })
+}
