@@ -94,7 +94,7 @@ pub(crate) trait ProbeSource {
 }
 
 impl<D: AsRef<[u8]>> ProbeSource for [Table<D>] {
-    #[inline]
+    #[inline(always)]
     fn visit(
         &self,
         t: usize,
@@ -200,6 +200,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 
     /// Visit every fingerprint of `src` within `k` of `fp` that the probes reach, with repeats
     /// across tables; stop when `f` returns false (then returns false).
+    #[inline(always)]
     pub(crate) fn probe<S: ProbeSource + ?Sized>(
         &self,
         src: &S,
@@ -235,7 +236,29 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     }
 
     /// Matches into `out` (cleared first), sorted and de-duplicated; the work done.
+    ///
+    /// The distance check runs on every decoded key, so it must be one POPCNT instruction. A
+    /// crate that depends on simdex builds for baseline x86-64 (no POPCNT) unless it sets
+    /// `target-cpu` itself, which makes `count_ones` a dozen instructions; so the probe loop
+    /// is compiled twice and the CPU picks at run time (the check is one cached load).
+    #[inline]
     fn near_work(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports POPCNT, checked just above.
+            return unsafe { self.near_work_popcnt(fp, k, out) };
+        }
+        self.near_work_portable(fp, k, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn near_work_popcnt(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
+        self.near_work_portable(fp, k, out)
+    }
+
+    #[inline(always)]
+    fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
         let mut work = Work::default();
         self.probe(&self.tables[..], fp, k, &mut work, |m| {

@@ -324,7 +324,9 @@ impl<D: AsRef<[u8]>> Table<D> {
     }
 
     /// [`for_each_in`](Self::for_each_in), adding the blocks and keys decoded to the counters.
-    #[inline]
+    /// Always inlined, so that the caller's `f` is compiled with the caller's target features
+    /// (see `Index::near_work`).
+    #[inline(always)]
     pub(crate) fn scan_range(
         &self,
         lo: u64,
