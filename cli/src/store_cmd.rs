@@ -1,7 +1,7 @@
 //! `simdex insert`, `delete`, `compact`, `merge`, `rebuild`: the store's offline tool.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::input::{IdReader, PairReader};
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
@@ -12,16 +12,7 @@ use crate::util::parse_size;
 
 /// Parse `manual`, `per-write` or `group:<ms>`.
 fn parse_sync(s: &str) -> std::result::Result<SyncPolicy, String> {
-    match s {
-        "manual" => Ok(SyncPolicy::Manual),
-        "per-write" => Ok(SyncPolicy::PerWrite),
-        _ => s
-            .strip_prefix("group:")
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .filter(|&ms| ms > 0)
-            .map(|ms| SyncPolicy::Group(Duration::from_millis(ms)))
-            .ok_or_else(|| format!("{s:?} is not manual, per-write or group:<milliseconds>")),
-    }
+    s.parse::<SyncPolicy>().map_err(|e| e.to_string())
 }
 
 /// Options shared by every command that opens a store for writing.

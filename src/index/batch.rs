@@ -179,7 +179,7 @@ impl<'a> Joiner<'a> {
     }
 }
 
-impl Index {
+impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// Every pair (b, f) with b in `batch`, f stored, distance <= `opts.k`, found by streaming
     /// this shard of every stored table past in-memory tables of the batch. See the module docs.
     pub fn batch_near(&self, batch: &[u64], opts: &BatchOptions) -> Result<BatchResult> {

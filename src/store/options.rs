@@ -25,6 +25,28 @@ pub enum SyncPolicy {
     Manual,
 }
 
+impl std::str::FromStr for SyncPolicy {
+    type Err = crate::Error;
+    /// `manual`, `per-write` or `group:<milliseconds>` (1 ms to one hour).
+    fn from_str(s: &str) -> crate::Result<SyncPolicy> {
+        match s {
+            "manual" => Ok(SyncPolicy::Manual),
+            "per-write" => Ok(SyncPolicy::PerWrite),
+            _ => s
+                .strip_prefix("group:")
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .filter(|&ms| (1..=3_600_000).contains(&ms))
+                .map(|ms| SyncPolicy::Group(Duration::from_millis(ms)))
+                .ok_or_else(|| {
+                    crate::Error::InvalidArgument(format!(
+                        "sync policy {s:?} is not manual, per-write or group:<milliseconds> \
+                         (1 to 3600000)"
+                    ))
+                }),
+        }
+    }
+}
+
 /// How to open a store: `StoreOptions::default()` plus the `with_*` setters (fields may be
 /// added in any release).
 #[derive(Debug, Clone)]

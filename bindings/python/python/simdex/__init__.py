@@ -1,0 +1,141 @@
+"""simdex: exact near-duplicate search over 64-bit simhash fingerprints.
+
+Documents become fingerprints with :func:`hash`; :class:`Index` (read-only, built once) and
+:class:`Store` (writable, durable) answer "which stored fingerprints are within k bits of F?"
+exactly; :func:`dedup` clusters a corpus. Fingerprints are ``numpy.ndarray[uint64]`` in and out,
+read in place; every heavy call releases the GIL and runs on all cores (``threads=`` to limit).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _simdex
+from ._errors import (
+    CancelledError,
+    CorruptError,
+    Error,
+    InvalidArgument,
+    IoError,
+    LockedError,
+    PoisonedError,
+    UnsupportedError,
+)
+from ._simdex import Idf, Index, Store
+
+__version__: str = _simdex.__version__
+
+__all__ = [
+    "hash",
+    "dedup",
+    "Idf",
+    "Index",
+    "Store",
+    "Error",
+    "CorruptError",
+    "UnsupportedError",
+    "InvalidArgument",
+    "LockedError",
+    "IoError",
+    "PoisonedError",
+    "CancelledError",
+]
+
+
+def _arrow_chunks(texts: Any) -> list[Any] | None:
+    """The chunks of a pyarrow string array or chunked array, or None if `texts` is not one."""
+    mod = type(texts).__module__
+    if not mod.startswith("pyarrow"):
+        return None
+    import pyarrow as pa
+
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    for c in chunks:
+        if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)):
+            raise TypeError(f"texts must be a string array, got Arrow type {c.type}")
+    return chunks
+
+
+def _hash(
+    texts: Any, shingle: int, idf: Idf | None, html: bool, threads: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(fingerprints, no_features) for texts: a list of str or a pyarrow string array."""
+    chunks = _arrow_chunks(texts)
+    kw = dict(shingle=shingle, idf=idf, html=html, threads=threads)
+    if chunks is None:
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("texts must be a sequence of str, not a single string")
+        return _simdex.hash_texts(list(texts), **kw)
+    import pyarrow as pa
+
+    parts = []
+    for c in chunks:
+        validity, offsets, data = c.buffers()[:3]
+        parts.append(
+            _simdex.hash_arrow(
+                offsets.address,
+                data.address if data is not None else 0,
+                data.size if data is not None else 0,
+                validity.address if validity is not None else 0,
+                c.offset,
+                len(c),
+                pa.types.is_large_string(c.type),
+                **kw,
+            )
+        )
+    if not parts:
+        return np.zeros(0, np.uint64), np.zeros(0, bool)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def hash(
+    texts: Sequence[str] | Any,
+    *,
+    shingle: int = 2,
+    idf: Idf | None = None,
+    html: bool = False,
+    threads: int | None = None,
+) -> np.ndarray:
+    """The 64-bit simhash of each text, as ``numpy.ndarray[uint64]`` (one per input row).
+
+    ``texts`` is a list of str or a pyarrow string array (read in place, nulls as empty text).
+    Features are word ``shingle``-shingles after NFKC, lowercasing and Unicode word splitting
+    (character bigrams for scripts without spaces), weighted by count, times ``idf`` weights if
+    given; ``html=True`` hashes a page's visible text. Equal to ``simdex hash`` on the same text
+    (specified in format-spec/simhash.md).
+    """
+    return _hash(texts, shingle, idf, html, threads)[0]
+
+
+def dedup(
+    data: Sequence[str] | np.ndarray | Any,
+    *,
+    k: int = 3,
+    shingle: int = 2,
+    idf: Idf | None = None,
+    html: bool = False,
+    return_pairs: bool = False,
+    mem_bytes: int = 1 << 30,
+    tmp: str | None = None,
+    threads: int | None = None,
+) -> Any:
+    """Cluster near-duplicates: rows whose fingerprints are within ``k`` bits, transitively.
+
+    ``data`` is texts (as for :func:`hash`) or a ``uint64`` fingerprint array. Returns
+    ``clusters``, an int64 array giving each row the smallest row number of its cluster (so
+    ``clusters == arange(n)`` marks the rows to keep); with ``return_pairs=True`` returns
+    ``(clusters, (row_a, row_b, distance))`` with every near-duplicate pair once, row_a < row_b.
+    Texts without any feature (empty or punctuation-only) pair with nothing. The join runs in
+    bounded memory (``mem_bytes``, spilling under ``tmp``) on all cores.
+    """
+    skip = None
+    if isinstance(data, np.ndarray):
+        fps = data
+    else:
+        fps, skip = _hash(data, shingle, idf, html, threads)
+    clusters, pairs = _simdex.dedup_fingerprints(
+        fps, k, skip, return_pairs=return_pairs, mem_bytes=mem_bytes, tmp=tmp, threads=threads
+    )
+    return (clusters, pairs) if return_pairs else clusters

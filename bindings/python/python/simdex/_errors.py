@@ -1,0 +1,35 @@
+"""The exceptions simdex raises. Every one is a :class:`simdex.Error`; those with a natural
+builtin counterpart also inherit it (``except ValueError`` catches :class:`InvalidArgument`)."""
+
+
+class Error(Exception):
+    """Base class of every simdex error; the message is the engine's, naming file, structure and
+    offset where there is one."""
+
+
+class CorruptError(Error):
+    """Bytes on disk are not a valid simdex structure (damaged, truncated, or not simdex)."""
+
+
+class UnsupportedError(Error):
+    """A simdex file of a format version this build cannot read."""
+
+
+class InvalidArgument(Error, ValueError):
+    """An argument out of range (k above the design's, a bad design name or block size...)."""
+
+
+class LockedError(Error):
+    """Another writer holds the store's lock (open it with ``read_only=True`` to read)."""
+
+
+class IoError(Error, OSError):
+    """An operating-system call failed (missing path, permissions, full disk...)."""
+
+
+class PoisonedError(Error):
+    """An earlier write or fsync failed; the store refuses writes until reopened."""
+
+
+class CancelledError(Error):
+    """The operation was cancelled; nothing was published."""

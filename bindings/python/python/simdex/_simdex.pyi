@@ -1,0 +1,191 @@
+"""Type stubs of the compiled module simdex._simdex (re-exported by simdex)."""
+
+from os import PathLike
+from typing import Any, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = str | PathLike[str]
+_U64 = npt.NDArray[np.uint64]
+_U32 = npt.NDArray[np.uint32]
+_I64 = npt.NDArray[np.int64]
+
+__version__: str
+
+class Idf:
+    """IDF weights learned from a corpus; pass as ``idf=`` to :func:`simdex.hash`."""
+
+    @staticmethod
+    def learn(
+        texts: list[str], *, shingle: int = 2, html: bool = False, threads: int | None = None
+    ) -> Idf:
+        """Learn weights from texts (each document's distinct shingles)."""
+    @staticmethod
+    def load(path: _Path) -> Idf:
+        """Read a table written by :meth:`save` or ``simdex idf --out``."""
+    def save(self, path: _Path) -> None:
+        """Write the table in the text format ``simdex hash --idf`` reads."""
+    @property
+    def shingle(self) -> int:
+        """The shingle size the weights were learned with."""
+    @property
+    def docs(self) -> int:
+        """Documents learned from."""
+    def __len__(self) -> int: ...
+
+class Index:
+    """A read-only index of fingerprints: t permuted, compressed, sorted tables on disk.
+
+    Safe to share between threads; every query method releases the GIL.
+    """
+
+    @staticmethod
+    def build(
+        path: _Path,
+        fingerprints: _U64,
+        *,
+        k: int = 3,
+        design: str = "auto",
+        codec: Literal["h-delta", "gap"] = "h-delta",
+        block_size: int | None = None,
+        mem_bytes: int = 1 << 30,
+        threads: int | None = None,
+    ) -> Index:
+        """Build an index at ``path`` (which must not exist) and open it. Duplicates and any
+        order are fine; ``k`` is the largest distance it must answer exactly."""
+    @staticmethod
+    def open(path: _Path, *, in_memory: bool = False) -> Index:
+        """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead)."""
+    def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32]:
+        """(fingerprints, distances) within ``k`` (default: the index's k), by distance."""
+    def has_near(self, fingerprint: int, k: int | None = None) -> bool:
+        """True if some stored fingerprint is within ``k``."""
+    def near_many(
+        self, fingerprints: _U64, k: int | None = None, *, threads: int | None = None
+    ) -> tuple[_I64, _U64, _U32]:
+        """(query_index, fingerprint, distance) of every match of every query, by query."""
+    @overload
+    def batch(
+        self,
+        fingerprints: _U64,
+        k: int | None = None,
+        *,
+        within: Literal[False] = False,
+        threads: int | None = None,
+    ) -> tuple[_U64, _U64, _U32]: ...
+    @overload
+    def batch(
+        self,
+        fingerprints: _U64,
+        k: int | None = None,
+        *,
+        within: Literal[True],
+        threads: int | None = None,
+    ) -> tuple[tuple[_U64, _U64, _U32], tuple[_U64, _U64, _U32]]: ...
+    def __len__(self) -> int: ...
+    @property
+    def k(self) -> int:
+        """The largest k answered exactly."""
+    @property
+    def design(self) -> str:
+        """The design's name."""
+    @property
+    def path(self) -> str:
+        """The index directory."""
+    def stats(self) -> dict[str, Any]:
+        """Sizes: keys, design, k, tables, block_size, disk_bytes, bits_per_key_per_table,
+        memory_bytes, probes_per_query."""
+    def counters(self) -> dict[str, int]:
+        """queries, probes, blocks_decoded, keys_decoded, candidates since opening."""
+    def verify(self, *, threads: int | None = None) -> dict[str, int]:
+        """Check every checksum and structure; raises CorruptError."""
+
+class Store:
+    """A writable, crash-safe store of (fingerprint, document id) pairs.
+
+    Use as a context manager (``with simdex.Store(p, create=True) as s:``). Safe to share
+    between threads: queries run in parallel, writes serialize.
+    """
+
+    def __init__(
+        self,
+        path: _Path,
+        *,
+        create: bool = False,
+        k: int = 3,
+        design: str = "auto",
+        codec: Literal["h-delta", "gap"] = "h-delta",
+        block_size: int | None = None,
+        expected: int = 10_000_000,
+        sync: str = "per-write",
+        max_delta: int = 1 << 20,
+        mem_bytes: int = 1 << 30,
+        read_only: bool = False,
+    ) -> None:
+        """Open the store at ``path``, creating it first if ``create`` and it does not exist.
+        ``sync`` is ``"per-write"``, ``"group:<ms>"`` or ``"manual"``."""
+    def insert(self, fingerprints: _U64, ids: _U64) -> None:
+        """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``."""
+    def delete(self, ids: _U64) -> None:
+        """Delete every pair of each document id."""
+    def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32, _U64]:
+        """(fingerprint, distance, id) rows within ``k``, by distance, fingerprint, id."""
+    def near_many(
+        self, fingerprints: _U64, k: int | None = None, *, threads: int | None = None
+    ) -> tuple[_I64, _U64, _U32, _U64]:
+        """(query_index, fingerprint, distance, id) rows of every query, by query."""
+    def ids_of(self, fingerprint: int) -> _U64:
+        """Ids stored with exactly ``fingerprint``."""
+    def compact(self) -> bool:
+        """Fold the write-ahead log into a new generation; False if there was nothing."""
+    def flush(self) -> None:
+        """Sync every acknowledged write to stable storage."""
+    def close(self) -> None:
+        """Sync and close; later calls raise simdex.Error. Idempotent."""
+    def stats(self) -> dict[str, Any]:
+        """generation, design, k, fingerprints, pairs, delta_pairs, delta_deletes, table_bytes,
+        id_map_bytes, log_bytes."""
+    def verify(self) -> None:
+        """Check every checksum of the live generation; raises CorruptError."""
+    @property
+    def path(self) -> str:
+        """The store directory."""
+    @staticmethod
+    def merge(a: Store, b: Store, out: _Path) -> None:
+        """Write a new store at ``out`` holding the union of ``a`` and ``b``."""
+    def __enter__(self) -> Store: ...
+    def __exit__(self, *args: object) -> bool: ...
+
+def hash_texts(
+    texts: list[str],
+    *,
+    shingle: int = 2,
+    idf: Idf | None = None,
+    html: bool = False,
+    threads: int | None = None,
+) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
+def hash_arrow(
+    offsets_addr: int,
+    data_addr: int,
+    data_len: int,
+    validity_addr: int,
+    offset: int,
+    length: int,
+    large: bool,
+    *,
+    shingle: int = 2,
+    idf: Idf | None = None,
+    html: bool = False,
+    threads: int | None = None,
+) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
+def dedup_fingerprints(
+    fingerprints: _U64,
+    k: int,
+    skip: npt.NDArray[np.bool_] | None = None,
+    *,
+    return_pairs: bool = False,
+    mem_bytes: int = 1 << 30,
+    tmp: _Path | None = None,
+    threads: int | None = None,
+) -> tuple[_I64, tuple[_I64, _I64, _U32] | None]: ...

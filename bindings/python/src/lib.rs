@@ -1,0 +1,28 @@
+//! `simdex._simdex`: the compiled half of the `simdex` Python package.
+//!
+//! Fingerprints cross the boundary as `numpy.ndarray[uint64]` without copies (read through
+//! `PyReadonlyArray1::as_slice`, returned with `IntoPyArray`); every call that does real work
+//! releases the GIL (`Python::detach`) and runs on the rayon pool, or on a pool of `threads`
+//! threads when given. Engine errors become the `simdex` exception hierarchy (defined in
+//! `simdex/_errors.py`), and a panic becomes `simdex.Error`, never a crash.
+
+use pyo3::prelude::*;
+
+mod arrays;
+mod errors;
+mod index;
+mod store;
+mod text;
+
+/// The compiled module.
+#[pymodule]
+fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<index::PyIndex>()?;
+    m.add_class::<store::PyStore>()?;
+    m.add_class::<text::PyIdf>()?;
+    m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(text::hash_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(text::dedup_fingerprints, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,275 @@
+"""The Python package against brute force (numpy popcount), the CLI, and bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import simdex
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def popcount(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.uint32)
+    return np.array([bin(int(v)).count("1") for v in x], dtype=np.uint32)
+
+
+def sample(n: int, seed: int) -> np.ndarray:
+    """Random fingerprints plus near-duplicates of the first 200 at 1..4 bits."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    near = []
+    for i in range(min(200, n)):
+        f = int(base[i])
+        for b in rng.choice(64, size=1 + i % 4, replace=False):
+            f ^= 1 << int(b)
+        near.append(f)
+    return np.concatenate([base, np.array(near, dtype=np.uint64), base[:5]])
+
+
+def brute(stored: np.ndarray, q: int, k: int) -> list[tuple[int, int]]:
+    uniq = np.unique(stored)
+    d = popcount(uniq ^ np.uint64(q))
+    keep = d <= k
+    return sorted(zip(d[keep].tolist(), uniq[keep].tolist()))
+
+
+def simdex_cli() -> str | None:
+    exe = REPO / "target" / "release" / "simdex"
+    if exe.exists():
+        return str(exe)
+    return shutil.which("simdex")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> tuple[simdex.Index, np.ndarray]:
+    fps = sample(20_000, 1)
+    path = tmp_path_factory.mktemp("ix") / "idx"
+    return simdex.Index.build(path, fps, k=3, design="10", block_size=256), fps
+
+
+def test_near_and_near_many_match_brute_force(index: tuple[simdex.Index, np.ndarray]) -> None:
+    idx, fps = index
+    queries = np.concatenate([fps[:150], fps[-5:], np.array([0, 2**64 - 1], dtype=np.uint64)])
+    qi, f, d = idx.near_many(queries)
+    assert qi.dtype == np.int64 and f.dtype == np.uint64 and d.dtype == np.uint32
+    assert np.all(np.diff(qi) >= 0), "rows sorted by query"
+    for k in (0, 1, 3):
+        qi, f, d = idx.near_many(queries, k)
+        for i, q in enumerate(queries.tolist()):
+            want = brute(fps, q, k)
+            rows = qi == i
+            assert sorted(zip(d[rows].tolist(), f[rows].tolist())) == want
+            nf, nd = idx.near(q, k)
+            assert list(zip(nd.tolist(), nf.tolist())) == want
+            assert idx.has_near(q, k) == bool(want)
+    assert len(idx) == len(np.unique(fps))
+    assert idx.k == 3 and idx.design == "10"
+    assert idx.stats()["tables"] == 10
+    assert idx.verify()["tables"] == 10
+    assert idx.counters()["queries"] > 0
+
+
+def test_batch_equals_brute_force(index: tuple[simdex.Index, np.ndarray]) -> None:
+    idx, fps = index
+    batch = np.concatenate([fps[:100] ^ np.uint64(1), sample(50, 9)[:50]])
+    b, s, d = idx.batch(batch, 2)
+    got = set(zip(b.tolist(), s.tolist(), d.tolist()))
+    want = {(q, f, dist) for q in np.unique(batch).tolist() for dist, f in brute(fps, q, 2)}
+    assert got == want
+    (b2, s2, d2), (wb, ws, wd) = idx.batch(batch, 2, within=True)
+    assert np.array_equal(b2, b) and all(x < y for x, y in zip(wb.tolist(), ws.tolist()))
+
+
+def test_in_memory_open_and_threads(index: tuple[simdex.Index, np.ndarray]) -> None:
+    idx, fps = index
+    mem = simdex.Index.open(idx.path, in_memory=True)
+    a = idx.near_many(fps[:500])
+    b = mem.near_many(fps[:500], threads=1)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    results: list[tuple] = []
+
+    def worker() -> None:
+        results.append(idx.near_many(fps[:2000]))
+
+    ts = [threading.Thread(target=worker) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(results) == 4
+    assert all(np.array_equal(r[1], results[0][1]) for r in results)
+
+
+def test_bad_input_raises_clear_errors(tmp_path: Path, index: tuple[simdex.Index, np.ndarray]) -> None:
+    idx, fps = index
+    with pytest.raises(TypeError, match="uint64"):
+        idx.near_many(np.arange(10))
+    with pytest.raises(TypeError, match="uint64"):
+        idx.near_many([1, 2, 3])
+    with pytest.raises(TypeError, match="contiguous"):
+        idx.near_many(fps[::2])
+    with pytest.raises(simdex.InvalidArgument, match="exceeds"):
+        idx.near(1, 4)
+    with pytest.raises(ValueError):
+        idx.near(1, 64)
+    with pytest.raises(OverflowError):
+        idx.near(-1)
+    with pytest.raises(simdex.IoError, match="MANIFEST"):
+        simdex.Index.open(tmp_path / "missing")
+    with pytest.raises(simdex.InvalidArgument):
+        simdex.Index.build(tmp_path / "x", fps[:10], design="nonsense")
+    with pytest.raises(simdex.InvalidArgument):
+        simdex.Index.build(tmp_path / "y", fps[:10], codec="zip")
+    # A corrupt table: open or verify fails with CorruptError, never a crash.
+    broken = tmp_path / "broken"
+    simdex.Index.build(broken, fps[:3000], design="4", block_size=256)
+    t0 = broken / "table-00.sxt"
+    data = bytearray(t0.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    t0.write_bytes(bytes(data))
+    with pytest.raises(simdex.CorruptError):
+        simdex.Index.open(broken).verify()
+    assert issubclass(simdex.CorruptError, simdex.Error)
+
+
+def test_store_round_trip_threads_and_errors(tmp_path: Path) -> None:
+    fps = sample(2000, 3)
+    ids = np.arange(len(fps), dtype=np.uint64)
+    path = tmp_path / "st"
+    with simdex.Store(path, create=True, k=3, design="4", sync="manual", max_delta=500) as s:
+        s.insert(fps[:1000], ids[:1000])
+        stop = threading.Event()
+        seen: list[int] = []
+
+        def reader() -> None:
+            while not stop.is_set():
+                q, f, d, i = s.near_many(fps[:50])
+                seen.append(len(i))
+
+        ts = [threading.Thread(target=reader) for _ in range(2)]
+        for t in ts:
+            t.start()
+        s.insert(fps[1000:], ids[1000:])
+        stop.set()
+        for t in ts:
+            t.join()
+        assert seen
+        s.delete(np.array([0, 1], dtype=np.uint64))
+        assert s.compact() in (True, False)
+        f, d, i = s.near(int(fps[2]))
+        want_ids = {int(x) for x in ids[fps == fps[2]]}
+        assert want_ids <= set(i.tolist())
+        assert s.ids_of(int(fps[0])).tolist() == [x for x in ids[fps == fps[0]].tolist() if x > 1]
+        q, f, d, i = s.near_many(fps[:20], 2)
+        for n in range(20):
+            rows = q == n
+            assert sorted(set(f[rows].tolist())) == sorted({f for _, f in brute(fps, int(fps[n]), 2)} - (
+                {int(fps[0])} if int(fps[0]) not in fps[2:].tolist() else set()
+            ) - ({int(fps[1])} if int(fps[1]) not in fps[np.arange(len(fps)) != 1].tolist() else set()))
+        with pytest.raises(simdex.LockedError):
+            simdex.Store(path)
+        st = s.stats()
+        assert st["k"] == 3 and st["design"] == "4"
+    with pytest.raises(simdex.Error, match="closed"):
+        s.near(1)
+    ro = simdex.Store(path, read_only=True)
+    assert ro.ids_of(int(fps[5])).size >= 1
+    with pytest.raises(simdex.InvalidArgument):
+        ro.insert(fps[:1], ids[:1])
+    with pytest.raises(simdex.InvalidArgument, match="differ in length"):
+        simdex.Store(tmp_path / "s2", create=True).insert(fps[:3], ids[:2])
+    with pytest.raises(simdex.InvalidArgument, match="sync"):
+        simdex.Store(tmp_path / "s3", create=True, sync="sometimes")
+    a = simdex.Store(tmp_path / "a", create=True, design="4")
+    b = simdex.Store(tmp_path / "b", create=True, design="4")
+    a.insert(fps[:10], ids[:10])
+    b.insert(fps[10:20], ids[10:20])
+    simdex.Store.merge(a, b, tmp_path / "ab")
+    a.close()
+    b.close()
+    with simdex.Store(tmp_path / "ab", read_only=True) as m:
+        assert m.stats()["pairs"] == 20
+
+
+def test_hash_dedup_and_idf(tmp_path: Path) -> None:
+    base = " ".join(f"word{i}" for i in range(300))
+    # Case and punctuation do not matter: the second text has the first one's features.
+    texts = [base, base.upper().replace(" ", ", "), "something entirely different " * 20, "", "!!!"]
+    fps = simdex.hash(texts)
+    assert fps.dtype == np.uint64 and len(fps) == 5
+    assert fps[0] == fps[1] and fps[3] == fps[4] == 0
+    assert np.array_equal(simdex.hash(texts, threads=1), fps)
+    clusters = simdex.dedup(texts)
+    assert clusters.tolist() == [0, 0, 2, 3, 4], "empty and punctuation-only texts pair with nothing"
+    clusters, (a, b, d) = simdex.dedup(texts, return_pairs=True)
+    assert list(zip(a.tolist(), b.tolist())) == [(0, 1)]
+    fp_clusters = simdex.dedup(np.array([5, 5, 7, 2**63], dtype=np.uint64), k=1)
+    assert fp_clusters.tolist() == [0, 0, 0, 3]
+    idf = simdex.Idf.learn(texts * 3)
+    idf.save(tmp_path / "w.idf")
+    back = simdex.Idf.load(tmp_path / "w.idf")
+    assert back.docs == 15 and back.shingle == 2
+    assert np.array_equal(simdex.hash(texts, idf=idf), simdex.hash(texts, idf=back))
+    with pytest.raises(simdex.InvalidArgument, match="shingle"):
+        simdex.hash(texts, idf=idf, shingle=3)
+    html = "<html><head><title>x</title></head><body><nav>menu</nav><p>" + base + "</p></body></html>"
+    assert simdex.hash([html], html=True)[0] == fps[0]
+    with pytest.raises(TypeError):
+        simdex.hash("not a list")
+
+
+def test_arrow_input_in_place() -> None:
+    pa = pytest.importorskip("pyarrow")
+    texts = ["alpha beta gamma", None, "delta epsilon zeta eta", ""] * 50
+    want = simdex.hash([t or "" for t in texts])
+    arr = pa.array(texts)
+    assert np.array_equal(simdex.hash(arr), want)
+    assert np.array_equal(simdex.hash(arr.slice(3, 100)), want[3:103])
+    assert np.array_equal(simdex.hash(pa.array(texts, pa.large_string())), want)
+    chunked = pa.chunked_array([arr.slice(0, 77), arr.slice(77)])
+    assert np.array_equal(simdex.hash(chunked), want)
+    with pytest.raises(TypeError):
+        simdex.hash(pa.array([1, 2]))
+
+
+@pytest.mark.skipif(simdex_cli() is None, reason="simdex CLI not built (cargo build --release)")
+def test_round_trip_with_the_cli(tmp_path: Path) -> None:
+    cli = simdex_cli()
+    assert cli is not None
+    fps = sample(3000, 5)
+    # Python builds, the CLI reads.
+    simdex.Index.build(tmp_path / "py", fps, design="4")
+    q = tmp_path / "q.hex"
+    q.write_text("".join(f"{int(f):016x}\n" for f in fps[:30]))
+    got = subprocess.run(
+        [cli, "query", str(tmp_path / "py"), "--input", str(q)], capture_output=True, text=True, check=True
+    ).stdout
+    rows = {tuple(line.split("\t")) for line in got.splitlines()}
+    qi, f, d = simdex.Index.open(tmp_path / "py").near_many(fps[:30])
+    assert rows == {(f"{int(fps[a]):016x}", f"{int(b):016x}", str(c)) for a, b, c in zip(qi, f, d)}
+    # The CLI builds, Python reads; the CLI's `hash` equals simdex.hash.
+    src = tmp_path / "fps.hex"
+    src.write_text("".join(f"{int(f):016x}\n" for f in fps))
+    subprocess.run([cli, "build", "--input", str(src), "--out", str(tmp_path / "cli"), "--quiet"], check=True)
+    assert len(simdex.Index.open(tmp_path / "cli")) == len(np.unique(fps))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("a document about foxes and dogs, hashed twice")
+    line = subprocess.run([cli, "hash", str(doc)], capture_output=True, text=True, check=True).stdout
+    assert int(line.split("\t")[0], 16) == int(simdex.hash([doc.read_text()])[0])
+
+
+def test_docstrings_and_stubs_ship() -> None:
+    pkg = Path(simdex.__file__).parent
+    assert (pkg / "py.typed").exists() and (pkg / "_simdex.pyi").exists()
+    for obj in (simdex.hash, simdex.dedup, simdex.Index.build, simdex.Store.insert, simdex.Idf.learn):
+        assert obj.__doc__, obj
+    assert os.environ.get("PYTHONHASHSEED", "") != "never"
