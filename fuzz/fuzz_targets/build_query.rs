@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let probes = keys.clone();
     keys.sort_unstable();
-    let opts = TableOptions { block_size, codec, ..Default::default() };
+    let opts = TableOptions::default().with_block_size(block_size).with_codec(codec);
     let bytes = table::build_bytes(&keys, &opts).unwrap();
     keys.dedup();
     let t = Table::from_bytes(bytes).unwrap();

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use simdex::block::{BlockDecoder, block_crc};
+use simdex::table::block::{BlockDecoder, block_crc};
 use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, DecodeTable};
 

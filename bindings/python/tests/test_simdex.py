@@ -273,3 +273,29 @@ def test_docstrings_and_stubs_ship() -> None:
     for obj in (simdex.hash, simdex.dedup, simdex.Index.build, simdex.Store.insert, simdex.Idf.learn):
         assert obj.__doc__, obj
     assert os.environ.get("PYTHONHASHSEED", "") != "never"
+
+
+def test_the_dedup_example_runs(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import json
+    import sys
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(300):
+        text = " ".join(f"w{x}" for x in rng.integers(0, 3000, size=120))
+        rows.append({"id": i, "text": text})
+        if i % 10 == 0:
+            rows.append({"id": 10_000 + i, "text": text.upper() + " !"})
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "kept.parquet"
+    subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / "dedup_corpus.py"), str(src), "--out", str(out)],
+        check=True,
+    )
+    import pyarrow.parquet as pq
+
+    kept = pq.read_table(out)
+    assert kept.num_rows == 300
+    assert sorted(kept.column("id").to_pylist()) == list(range(300))
