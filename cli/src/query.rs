@@ -23,6 +23,10 @@ pub struct Args {
     /// One JSON object per query instead of one tab-separated line per match.
     #[arg(long)]
     pub json: bool,
+    /// Print timings on stderr: open time, query time in the library (µs per query, queries/s,
+    /// excluding reading input and writing output), and probes, blocks and keys per query.
+    #[arg(long)]
+    pub timing: bool,
 }
 
 /// Queries answered per parallel batch.
@@ -62,7 +66,10 @@ pub fn run(a: Args) -> Result<()> {
     if Store::is_store(&a.dir) {
         return run_store(a);
     }
+    let opened = std::time::Instant::now();
     let idx = Index::open(&a.dir)?;
+    let open_time = opened.elapsed();
+    let mut query_time = std::time::Duration::ZERO;
     let k = a.k.unwrap_or(idx.design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
@@ -75,7 +82,9 @@ pub fn run(a: Args) -> Result<()> {
         if batch.is_empty() {
             break;
         }
+        let t0 = std::time::Instant::now();
         let results = idx.near_many(&batch, k)?;
+        query_time += t0.elapsed();
         for (q, ms) in batch.iter().zip(results.iter()) {
             write_matches(
                 &mut w,
@@ -85,7 +94,35 @@ pub fn run(a: Args) -> Result<()> {
             )?;
         }
     }
-    crate::util::flush(&mut w)
+    crate::util::flush(&mut w)?;
+    if a.timing {
+        print_timing(&idx.counters(), open_time, query_time);
+    }
+    Ok(())
+}
+
+/// `--timing`: what the queries cost inside the library.
+fn print_timing(
+    c: &simdex::index::QueryCounters,
+    open: std::time::Duration,
+    queries: std::time::Duration,
+) {
+    let n = c.queries.max(1) as f64;
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "timing: open {:.3} ms; {} queries in {:.3} s on {threads} threads: {:.2} µs/query \
+         (wall), {:.0} queries/s; per query {:.1} probes, {:.1} blocks and {:.1} keys decoded, \
+         {:.2} candidates",
+        open.as_secs_f64() * 1e3,
+        c.queries,
+        queries.as_secs_f64(),
+        queries.as_secs_f64() * 1e6 / n,
+        n / queries.as_secs_f64().max(1e-9),
+        c.probes as f64 / n,
+        c.blocks_decoded as f64 / n,
+        c.keys_decoded as f64 / n,
+        c.candidates as f64 / n,
+    );
 }
 
 /// Queries against a store: matches carry their document ids.

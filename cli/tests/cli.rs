@@ -900,3 +900,21 @@ fn a_full_disk_fails_cleanly() {
         .collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }
+
+#[test]
+fn query_timing_reports_library_time_and_work_per_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&simdex(&["gen", "--n", "3000", "--out", "f.hex"], None, d));
+    ok(&simdex(&["build", "--input", "f.hex", "--out", "idx", "--quiet"], None, d));
+    let o = simdex(&["query", "idx", "--input", "f.hex", "--timing"], None, d);
+    let out = ok(&o);
+    assert!(out.lines().count() >= 3000, "every stored fingerprint finds itself");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("3000 queries") || err.contains("queries in"), "{err}");
+    assert!(err.contains("µs/query") && err.contains("probes"), "{err}");
+    // Without --timing, nothing on stderr.
+    let o = simdex(&["query", "idx", "--input", "f.hex"], None, d);
+    ok(&o);
+    assert!(o.stderr.is_empty());
+}
