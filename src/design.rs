@@ -68,6 +68,19 @@ pub struct TableDesign {
 }
 
 /// A set of tables that answers Hamming-distance queries up to `k` exactly.
+///
+/// ```
+/// use simdex::Design;
+/// # fn main() -> simdex::Result<()> {
+/// let d = Design::by_name("10", 3)?;          // the paper's 10 tables for k = 3
+/// assert_eq!((d.k(), d.tables().len()), (3, 10));
+/// // Every difference of at most k bits leaves some table's probed prefix intact.
+/// let diff = (1u64 << 63) | (1 << 20) | 1;
+/// assert!((0..d.tables().len()).any(|t| d.table_covers(t, diff)));
+/// let auto = Design::auto(8_000_000_000, 3)?; // picked by the cost model for 8e9 fingerprints
+/// assert!(auto.k() >= 3);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Design {
     name: String,

@@ -17,6 +17,19 @@ struct Run {
 }
 
 /// A permutation of the 64 bit positions.
+///
+/// ```
+/// use simdex::Permutation;
+/// # fn main() -> simdex::Result<()> {
+/// // Bring source bits 8..16 to the top; the rest follow in order.
+/// let p = Permutation::with_top(&[8, 9, 10, 11, 12, 13, 14, 15])?;
+/// let x = 0x00ff_0000_0000_0000u64;
+/// assert_eq!(p.apply(x), 0xff00_0000_0000_0000);
+/// assert_eq!(p.inverse().apply(p.apply(x)), x);
+/// // A permutation keeps Hamming distances.
+/// assert_eq!((p.apply(x) ^ p.apply(x ^ 5)).count_ones(), 2);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Permutation {
     src: [u8; 64],

@@ -182,6 +182,18 @@ impl<'a> Joiner<'a> {
 impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// Every pair (b, f) with b in `batch`, f stored, distance <= `opts.k`, found by streaming
     /// this shard of every stored table past in-memory tables of the batch. See the module docs.
+    ///
+    /// ```
+    /// use simdex::index::{self, BatchOptions, BuildOptions};
+    /// # fn main() -> simdex::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
+    /// index::build(&path, [0u64, 1 << 40, u64::MAX].into_iter().map(Ok), &BuildOptions::default())?;
+    /// let idx = simdex::Index::open(&path)?;
+    /// let r = idx.batch_near(&[3, 7 << 20], &BatchOptions::default().with_k(2))?;
+    /// assert_eq!(r.pairs.len(), 1); // 3 is 2 bits from the stored 0
+    /// assert_eq!((r.pairs[0].batch, r.pairs[0].stored, r.pairs[0].distance), (3, 0, 2));
+    /// # Ok(()) }
+    /// ```
     pub fn batch_near(&self, batch: &[u64], opts: &BatchOptions) -> Result<BatchResult> {
         self.check_k(opts.k)?;
         let k = opts.k;
@@ -308,6 +320,17 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 /// sorted): a self-join through the index machinery. The fingerprints are built into a temporary
 /// index under `tmp` (in memory or by external sort, within `mem_bytes`), then joined against it
 /// in batches of 2^20, so memory stays bounded for any input size.
+///
+/// ```
+/// use simdex::ProgressHandle;
+/// # fn main() -> simdex::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let fps = [0u64, 0b111, 1 << 40, 0b1];
+/// let pairs = simdex::index::self_join(&fps, 2, dir.path(), 1 << 20, &ProgressHandle::none())?;
+/// let got: Vec<(u64, u64, u32)> = pairs.iter().map(|p| (p.batch, p.stored, p.distance)).collect();
+/// assert_eq!(got, vec![(0, 1, 1), (0, 1 << 40, 1), (1, 0b111, 2), (1, 1 << 40, 2)]);
+/// # Ok(()) }
+/// ```
 pub fn self_join(
     fps: &[u64],
     k: u32,

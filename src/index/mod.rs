@@ -67,6 +67,20 @@ pub struct IndexVerifyReport {
 /// An open index: the manifest, one [`Table`] per design table over bytes `D` (a memory map
 /// by default; any `AsRef<[u8]>`, e.g. a `Vec<u8>` read into memory, through
 /// [`Index::from_parts`]), and query counters. `Send + Sync`; queries take `&self`.
+///
+/// ```
+/// use simdex::index::{self, BuildOptions};
+/// use simdex::Index;
+/// # fn main() -> simdex::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
+/// index::build(&path, [1u64, 2, 1 << 50].into_iter().map(Ok), &BuildOptions::default())?;
+/// let mapped = Index::open(&path)?;
+/// let in_ram = Index::open_in_memory(&path)?; // for files that may change underneath
+/// assert_eq!(mapped.near(3, 1)?, in_ram.near(3, 1)?);
+/// assert_eq!(mapped.near(3, 1)?.len(), 2);
+/// assert_eq!(mapped.counters().queries, 2);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Index<D = Mmap> {
     dir: PathBuf,

@@ -15,6 +15,21 @@ use std::fmt::Write as _;
 use crate::error::{Error, Result};
 
 /// Feature weights.
+///
+/// ```
+/// use std::sync::Arc;
+/// use simdex::simhash::{IdfTable, SimhashOptions, Simhasher};
+/// # fn main() -> simdex::Result<()> {
+/// let docs = ["a shared header then text one", "a shared header then text two"];
+/// let h = Simhasher::new(SimhashOptions::default())?;
+/// let feats: Vec<Vec<u64>> =
+///     docs.iter().map(|d| h.features(d).into_iter().map(|(f, _)| f).collect()).collect();
+/// let idf = IdfTable::build(2, feats.iter().map(|v| &v[..]));
+/// assert_eq!(IdfTable::decode(&idf.encode())?, idf); // the `simdex idf` text format
+/// let weighted = Simhasher::new(SimhashOptions { shingle: 2, weights: Some(Arc::new(idf)) })?;
+/// let _fp = weighted.hash_text(docs[0]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdfTable {
     shingle: usize,

@@ -162,6 +162,17 @@ impl Default for SimhashOptions {
 }
 
 /// Text (or HTML) to fingerprint, with fixed options. Cheap to clone, `Send + Sync`.
+///
+/// ```
+/// use simdex::simhash::{SimhashOptions, Simhasher};
+/// # fn main() -> simdex::Result<()> {
+/// let h = Simhasher::new(SimhashOptions::default())?; // word 2-shingles, count weights
+/// let a = h.hash_text("The quick brown fox jumps over the lazy dog.");
+/// let b = h.hash_text("the QUICK brown fox -- jumps over the lazy dog");
+/// assert_eq!(a, b); // case and punctuation do not matter
+/// assert_eq!(h.hash_text(""), 0);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Simhasher {
     opts: SimhashOptions,

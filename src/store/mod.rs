@@ -77,6 +77,20 @@ impl State {
 
 /// A store open for reading and (unless read-only) writing. `Send + Sync`: share it between
 /// threads with an `Arc`; writes serialize internally, queries run in parallel.
+///
+/// ```
+/// use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
+/// # fn main() -> simdex::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("store");
+/// Store::create(&path, &CreateOptions::default().with_k(3))?;
+/// let store = Store::open(&path, &StoreOptions::default().with_sync(SyncPolicy::Manual))?;
+/// store.insert_many(&[(0xff, 1), (0xfe, 2), (0xff, 3)])?;
+/// let rows = store.near_many(&[0xff], 1)?; // flat: one row per (fingerprint, id)
+/// let got: Vec<(u64, u64)> = rows.rows.iter().map(|r| (r.fingerprint, r.id)).collect();
+/// assert_eq!(got, vec![(0xff, 1), (0xff, 3), (0xfe, 2)]);
+/// store.close()?; // syncs; reports what dropping would swallow
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
