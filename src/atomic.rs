@@ -66,6 +66,35 @@ pub struct StagedDir {
     staging: tempfile::TempDir,
     out: std::path::PathBuf,
     parent: std::path::PathBuf,
+    _lock: File,
+}
+
+/// Remove what interrupted runs left beside `parent/name`: hidden staging directories
+/// `.{name}.{what}-XXXXXX` that no live process holds locked (a killed build's lock went with
+/// it). Best effort: what cannot be removed is left.
+fn remove_stale(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file_name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file_name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let staged = ["building-", "creating-", "merging-", "staging-", "spill-"]
+            .iter()
+            .any(|w| rest.starts_with(w));
+        if !staged || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = e.path();
+        if let Ok(d) = File::open(&path)
+            && d.try_lock().is_ok()
+        {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 impl StagedDir {
@@ -91,14 +120,20 @@ impl StagedDir {
             .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", out.display())))?
             .to_string_lossy()
             .into_owned();
+        remove_stale(&parent, &name);
         let staging = tempfile::Builder::new()
             .prefix(&format!(".{name}.{what}-"))
             .tempdir_in(&parent)
             .map_err(|e| Error::io(parent.clone(), "create staging directory in", e))?;
+        // Held (flock) until published or dropped: a later run removes only unlocked ones.
+        let lock = File::open(staging.path())
+            .map_err(|e| Error::io(staging.path().to_path_buf(), "open", e))?;
+        let _ = lock.try_lock();
         Ok(StagedDir {
             staging,
             out: out.to_path_buf(),
             parent,
+            _lock: lock,
         })
     }
 

@@ -24,6 +24,13 @@ use crate::permutation::Permutation;
 
 /// The largest k any constructor here accepts.
 pub const MAX_K: u32 = 7;
+/// The most tables any design may have: each table is a whole sorted copy of the fingerprints
+/// on disk, and a query probes every one. (The paper's largest design for k = 3 has 20.)
+pub const MAX_TABLES: usize = 64;
+/// The most prefix probes one query may make over all tables (each probe is a last-key search
+/// and at least one block decode); a radius-r design probes sum over i <= r of C(p, i) prefixes
+/// per table of p-bit prefixes.
+pub const MAX_PROBES: u64 = 1 << 16;
 /// The table-count budget [`Design::auto`] works under by default.
 pub const DEFAULT_MAX_TABLES: usize = 20;
 /// Reader memory (last-key arrays over all tables) that [`auto_block_size`] stays within.
@@ -159,12 +166,98 @@ impl Design {
                 t.prefix_bits
             )));
         }
-        Ok(Design {
+        let d = Design {
             name: name.into(),
             k,
             radius,
             tables,
-        })
+        };
+        d.check_budget()?;
+        Ok(d)
+    }
+
+    /// Probes one query makes over all tables (saturating).
+    pub fn probes_per_query(&self) -> u64 {
+        let per: u128 = self
+            .tables
+            .iter()
+            .map(|t| {
+                (0..=self.radius.min(t.prefix_bits))
+                    .map(|i| binomial(t.prefix_bits as u64, i as u64))
+                    .fold(0u128, u128::saturating_add)
+            })
+            .fold(0u128, u128::saturating_add);
+        u64::try_from(per).unwrap_or(u64::MAX)
+    }
+
+    /// An error if the design exceeds [`MAX_TABLES`] or [`MAX_PROBES`].
+    fn check_budget(&self) -> Result<()> {
+        if self.tables.len() > MAX_TABLES {
+            return Err(Error::InvalidArgument(format!(
+                "design {} has {} tables, over the budget of {MAX_TABLES}",
+                self.name,
+                self.tables.len()
+            )));
+        }
+        let probes = self.probes_per_query();
+        if probes > MAX_PROBES {
+            return Err(Error::InvalidArgument(format!(
+                "design {} makes {probes} probes per query, over the budget of {MAX_PROBES} \
+                 (a smaller probe radius or shorter prefixes)",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// An error unless every difference of at most k bits is covered by some table: checked
+    /// for every such difference when k <= 3 (at most 43 745 of them), and on 2^16 seeded
+    /// random differences of exactly k bits above. For designs read from disk, whose
+    /// constructor's proof does not travel with them.
+    pub fn check_exact(&self) -> Result<()> {
+        // Source bits that land in each table's prefix: the table covers `diff` iff at most
+        // `radius` of its bits are there.
+        let masks: Vec<u64> = self
+            .tables
+            .iter()
+            .map(|t| {
+                let inv = t.permutation.inverse();
+                let top = u64::MAX.checked_shl(64 - t.prefix_bits).unwrap_or(0);
+                inv.apply(top)
+            })
+            .collect();
+        let covered = |diff: u64| masks.iter().any(|m| (diff & m).count_ones() <= self.radius);
+        let fail = |diff: u64| {
+            Error::InvalidArgument(format!(
+                "design {} is not exact for k = {}: no table covers the difference {diff:#018x}",
+                self.name, self.k
+            ))
+        };
+        if self.k <= 3 {
+            let mut stack = vec![(0u64, 0u32, 0u32)];
+            while let Some((diff, bits, from)) = stack.pop() {
+                if !covered(diff) {
+                    return Err(fail(diff));
+                }
+                if bits < self.k {
+                    for b in from..64 {
+                        stack.push((diff | 1 << b, bits + 1, b + 1));
+                    }
+                }
+            }
+        } else {
+            let mut s = 0x5eed_u64;
+            for _ in 0..1 << 16 {
+                let mut diff = 0u64;
+                while diff.count_ones() < self.k {
+                    diff |= 1 << (crate::sample::splitmix64(&mut s) % 64);
+                }
+                if !covered(diff) {
+                    return Err(fail(diff));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One level: 64 bits in `m` blocks, every choice of `c` blocks on top, probe radius `r`.
@@ -174,6 +267,13 @@ impl Design {
         if m == 0 || m > 64 || c == 0 || c > m {
             return Err(Error::InvalidArgument(format!(
                 "one-level design needs 1 <= c <= m <= 64, got m = {m}, c = {c}"
+            )));
+        }
+        let tables = binomial(m as u64, c as u64);
+        if tables > MAX_TABLES as u128 {
+            return Err(Error::InvalidArgument(format!(
+                "design m{m}c{c}r{r} has C({m}, {c}) = {tables} tables, over the budget of \
+                 {MAX_TABLES} (each is a full copy of the fingerprints)"
             )));
         }
         if worst_c_smallest(k, m, c) > r {
@@ -432,6 +532,22 @@ pub struct Cost {
     pub disk_bytes: f64,
     /// Estimated bytes of reader memory (last-key arrays).
     pub memory_bytes: f64,
+}
+
+/// C(n, r), saturating at u128::MAX.
+fn binomial(n: u64, r: u64) -> u128 {
+    if r > n {
+        return 0;
+    }
+    let r = r.min(n - r);
+    let mut acc: u128 = 1;
+    for i in 0..r {
+        acc = match acc.checked_mul((n - i) as u128) {
+            Some(v) => v / (i as u128 + 1),
+            None => return u128::MAX,
+        };
+    }
+    acc
 }
 
 fn check_k(k: u32) -> Result<()> {

@@ -27,10 +27,16 @@ pub fn parse_hex(s: &str) -> Result<u64, String> {
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
+    if let Some(rest) = digits.strip_prefix('\u{feff}') {
+        return Err(format!(
+            "a UTF-8 byte-order mark (U+FEFF) precedes {:?}: save the file without it",
+            shorten(rest)
+        ));
+    }
     if digits.len() != 16 {
         return Err(format!(
             "expected 16 hex digits, found {} characters in {:?}",
-            digits.len(),
+            digits.chars().count(),
             shorten(t)
         ));
     }

@@ -33,6 +33,10 @@ pub struct Args {
     /// write it empty).
     #[arg(long)]
     pub within: Option<PathBuf>,
+    /// Memory budget for the batch's in-memory tables (16 bytes per batch fingerprint per
+    /// probe): a larger batch runs in rounds, each a full pass over the stored tables.
+    #[arg(long, default_value = "1G", value_parser = crate::util::parse_size)]
+    pub mem: u64,
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -46,7 +50,7 @@ fn write_pairs(w: &mut impl Write, pairs: &[Pair]) -> std::io::Result<()> {
 }
 
 fn write_file(path: &Path, pairs: &[Pair]) -> Result<()> {
-    simdex::atomic::write_file(path, |w| {
+    crate::output::write_output(path, |w| {
         write_pairs(w, pairs).map_err(|e| Error::io(path.to_path_buf(), "write", e))
     })
 }
@@ -56,14 +60,34 @@ pub fn run(a: Args) -> Result<()> {
     let shard = Shard::parse(&a.shard)?;
     let idx = Index::open(&a.dir)?;
     let k = a.k.unwrap_or(idx.design().k());
-    let batch: Vec<u64> = FingerprintReader::open(&a.input, a.format)?.collect::<Result<_>>()?;
+    let mut batch: Vec<u64> =
+        FingerprintReader::open(&a.input, a.format)?.collect::<Result<_>>()?;
     let t0 = Instant::now();
+    // Rounds of distinct, ascending fingerprints: each round's pairs are sorted by (batch,
+    // stored) and come after the previous round's, so their concatenation is the whole answer.
+    batch.sort_unstable();
+    batch.dedup();
+    let per_fp = 16 * idx.stats().probes_per_query.max(1);
+    let round = usize::try_from((a.mem / per_fp).max(1)).unwrap_or(usize::MAX);
+    let rounds = batch.len().div_ceil(round).max(1);
     let opts = BatchOptions::default()
         .with_k(k)
         .with_shard(shard)
-        .with_within(a.within.is_some())
+        .with_within(a.within.is_some() && rounds == 1)
         .with_progress(crate::progress::handle(!a.quiet));
-    let r = idx.batch_near(&batch, &opts)?;
+    let mut r = simdex::index::BatchResult::default();
+    for part in batch.chunks(round) {
+        let x = idx.batch_near(part, &opts)?;
+        r.pairs.extend(x.pairs);
+        r.within.extend(x.within);
+        r.keys_scanned += x.keys_scanned;
+    }
+    if a.within.is_some() && rounds > 1 && shard.index == 0 {
+        // Pairs inside a batch split in rounds: the self-join, also in bounded memory.
+        let tmp = std::env::temp_dir();
+        r.within =
+            simdex::index::self_join(&batch, k, &tmp, a.mem, &simdex::ProgressHandle::none())?;
+    }
     let el = t0.elapsed();
     match &a.out {
         Some(p) => write_file(p, &r.pairs)?,

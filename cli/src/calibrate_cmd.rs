@@ -18,14 +18,14 @@ pub struct CalibrateArgs {
     /// Shingle sizes to compare (1 = single words).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
     pub shingles: Vec<usize>,
-    /// Ground truth: near-duplicates have word 3-shingle Jaccard at least this.
-    #[arg(long, default_value_t = 0.9)]
+    /// Ground truth: near-duplicates have word 3-shingle Jaccard at least this (0..=1).
+    #[arg(long, default_value_t = 0.9, value_parser = parse_fraction)]
     pub threshold: f64,
     /// Labelled pairs instead of the Jaccard ground truth: lines `id_a<TAB>id_b<TAB>1|0`.
     #[arg(long)]
     pub pairs: Option<PathBuf>,
-    /// Largest k in the table.
-    #[arg(long, default_value_t = 7)]
+    /// Largest k in the table (0..=64).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub max_k: u32,
     /// Use at most this many documents (all pairs are compared: the cost grows with its square).
     #[arg(long, default_value_t = 30_000)]
@@ -33,6 +33,14 @@ pub struct CalibrateArgs {
     /// Also compare, for each shingle size, IDF weights learned from the corpus itself.
     #[arg(long)]
     pub with_idf: bool,
+}
+
+/// A number in 0..=1.
+fn parse_fraction(s: &str) -> std::result::Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| format!("{s:?} is not a number in 0..=1"))
 }
 
 /// A labelled pair: (document, document, near-duplicate?).

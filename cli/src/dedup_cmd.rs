@@ -47,9 +47,17 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
     }
     let mut fps = Vec::new();
     let mut ids = Vec::new();
+    let mut featureless = 0u64;
+    // Documents without any feature (empty, punctuation only) all hash to 0 and would all pair
+    // with each other: they take no part (counted in the summary).
     let (_, bad) = for_each_doc(&a.docs, |fp, d| {
-        fps.push(fp);
-        ids.push(d.id.clone());
+        match fp {
+            Some(fp) => {
+                fps.push(fp);
+                ids.push(d.id.clone());
+            }
+            None => featureless += 1,
+        }
         Ok(())
     })?;
     // Documents by fingerprint; pairs of distinct fingerprints from the index self-join.
@@ -71,15 +79,34 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
         a.mem,
         &crate::progress::handle(!a.docs.quiet),
     )?;
+    // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
+    // clusters mode only unions groups, so large duplicate groups cost nothing extra.
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-    for g in groups.values() {
+    let mut parent: Vec<u32> = (0..fps.len() as u32).collect();
+    let mut union = |i: u32, j: u32| {
+        let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+        if ri != rj {
+            parent[ri.max(rj) as usize] = ri.min(rj);
+        }
+    };
+    if a.clusters {
+        for g in groups.values() {
+            for &j in &g[1..] {
+                union(g[0], j);
+            }
+        }
+        for p in &joined {
+            union(groups[&p.batch][0], groups[&p.stored][0]);
+        }
+    }
+    for g in groups.values().filter(|_| !a.clusters) {
         for (x, &i) in g.iter().enumerate() {
             for &j in &g[x + 1..] {
                 pairs.push((i, j, 0));
             }
         }
     }
-    for p in &joined {
+    for p in joined.iter().filter(|_| !a.clusters) {
         for &i in &groups[&p.batch] {
             for &j in &groups[&p.stored] {
                 pairs.push((i.min(j), i.max(j), p.distance));
@@ -90,13 +117,6 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
     let mut text = String::new();
     use std::fmt::Write as _;
     if a.clusters {
-        let mut parent: Vec<u32> = (0..fps.len() as u32).collect();
-        for &(i, j, _) in &pairs {
-            let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
-            if ri != rj {
-                parent[ri.max(rj) as usize] = ri.min(rj);
-            }
-        }
         let mut clusters: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
         for i in 0..fps.len() as u32 {
             let r = find(&mut parent, i);
@@ -112,7 +132,7 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
         }
     }
     match &a.out {
-        Some(p) => simdex::atomic::write_file(p, |w| {
+        Some(p) => crate::output::write_output(p, |w| {
             w.write_all(text.as_bytes())
                 .map_err(|e| Error::io(p.clone(), "write", e))
         })?,
@@ -124,11 +144,23 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
     }
     if !a.docs.quiet {
         eprintln!(
-            "{} documents, {} distinct fingerprints, {} near-duplicate pairs within k = {}{}",
-            fps.len(),
+            "{} documents, {} distinct fingerprints, {} near-duplicate pairs within k = {}{}{}",
+            fps.len() as u64 + featureless,
             groups.len(),
-            pairs.len(),
+            groups
+                .values()
+                .map(|g| (g.len() * (g.len() - 1) / 2) as u64)
+                .sum::<u64>()
+                + joined
+                    .iter()
+                    .map(|p| (groups[&p.batch].len() * groups[&p.stored].len()) as u64)
+                    .sum::<u64>(),
             a.k,
+            if featureless > 0 {
+                format!("; {featureless} documents without any word left out")
+            } else {
+                String::new()
+            },
             if bad > 0 {
                 format!("; skipped {bad} bad lines")
             } else {

@@ -81,33 +81,83 @@ pub fn read_text(path: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Files under `p` (recursively, in name order), or `p` itself.
-fn walk(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// Files under `p` (recursively, in name order), or `p` itself. `p` itself must exist; inside
+/// a directory, what cannot be a document is skipped and reported in `skipped`: special files
+/// (FIFOs, sockets, devices: reading one could block forever), dangling symbolic links,
+/// directories that cannot be listed, and symbolic links back into a directory being walked.
+fn walk(p: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<Error>) -> Result<()> {
     let meta = std::fs::metadata(p).map_err(|e| Error::io(p.to_path_buf(), "open", e))?;
+    let mut stack = Vec::new();
+    walk_in(p, meta, out, skipped, &mut stack, true)
+}
+
+fn walk_in(
+    p: &Path,
+    meta: std::fs::Metadata,
+    out: &mut Vec<PathBuf>,
+    skipped: &mut Vec<Error>,
+    stack: &mut Vec<(u64, u64)>,
+    top: bool,
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let skip = |why: &str| {
+        Error::io(
+            p.to_path_buf(),
+            "read",
+            std::io::Error::other(why.to_string()),
+        )
+    };
     if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| Error::io(p.to_path_buf(), "list", e))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            walk(&e, out)?;
+        let id = (meta.dev(), meta.ino());
+        if stack.contains(&id) {
+            skipped.push(skip(
+                "a symbolic link loop back into a directory being read",
+            ));
+            return Ok(());
         }
-    } else {
+        let listed = std::fs::read_dir(p).and_then(|rd| {
+            rd.map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<Vec<PathBuf>>>()
+        });
+        let mut entries = match listed {
+            Ok(v) => v,
+            Err(e) if !top => {
+                skipped.push(Error::io(p.to_path_buf(), "list", e));
+                return Ok(());
+            }
+            Err(e) => return Err(Error::io(p.to_path_buf(), "list", e)),
+        };
+        entries.sort();
+        stack.push(id);
+        for e in entries {
+            match std::fs::metadata(&e) {
+                Ok(m) => walk_in(&e, m, out, skipped, stack, false)?,
+                Err(err) => skipped.push(Error::io(e.clone(), "open", err)),
+            }
+        }
+        stack.pop();
+    } else if meta.is_file() || top {
+        // A special file named on the command line is read: the user asked for it.
         out.push(p.to_path_buf());
+    } else {
+        skipped.push(skip("not a regular file (FIFO, socket or device)"));
     }
     Ok(())
 }
 
 /// Read every document, hash them on all cores, and call `emit(fingerprint, doc)` in input
-/// order. Returns (documents, bad lines skipped).
+/// order; the fingerprint is `None` for a document without any feature. Returns (documents,
+/// bad lines skipped).
 pub fn for_each_doc(
     a: &DocArgs,
-    mut emit: impl FnMut(u64, &Doc) -> Result<()>,
+    mut emit: impl FnMut(Option<u64>, &Doc) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let hasher = a.hasher()?;
     read_docs(a, |docs| {
-        let fps: Vec<u64> = docs.par_iter().map(|d| hasher.hash_text(&d.text)).collect();
+        let fps: Vec<Option<u64>> = docs
+            .par_iter()
+            .map(|d| hasher.try_hash_text(&d.text))
+            .collect();
         fps.into_iter()
             .zip(&docs)
             .try_for_each(|(fp, d)| emit(fp, d))
@@ -119,6 +169,15 @@ pub fn for_each_doc(
 pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> Result<(u64, u64)> {
     let pb = crate::progress::bar(!a.quiet, None, "documents");
     let (mut n, mut bad) = (0u64, 0u64);
+    // A bad line or file is reported and skipped, or fatal with --strict.
+    let report = |e: Error, bad: &mut u64| -> Result<()> {
+        if a.strict {
+            return Err(e);
+        }
+        *bad += 1;
+        pb.suspend(|| eprintln!("simdex: warning: skipped {e}"));
+        Ok(())
+    };
     let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
         if a.html {
             docs.par_iter_mut()
@@ -140,7 +199,9 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 let f = std::fs::File::open(p).map_err(|e| Error::io(p.clone(), "open", e))?;
                 (Box::new(BufReader::with_capacity(1 << 20, f)), p.clone())
             };
-            let mut lines = reader.lines().enumerate();
+            // Lines as bytes: one that is not UTF-8 is a bad line like any other, not the end of
+            // the file.
+            let mut lines = reader.split(b'\n').enumerate();
             loop {
                 let mut chunk = Vec::new();
                 for (i, line) in lines.by_ref().take(4096) {
@@ -152,10 +213,15 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 }
                 let mut docs = Vec::with_capacity(chunk.len());
                 for (no, line) in chunk {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    match parse_jsonl(&line) {
+                    let parsed = match std::str::from_utf8(&line) {
+                        Ok(l) if l.trim().is_empty() => continue,
+                        Ok(l) => parse_jsonl(l),
+                        Err(e) => Err(format!(
+                            "not UTF-8 (invalid byte at column {})",
+                            e.valid_up_to() + 1
+                        )),
+                    };
+                    match parsed {
                         Ok(d) => docs.push(d),
                         Err(msg) => {
                             let e = Error::Parse {
@@ -163,11 +229,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                                 location: format!("line {no}"),
                                 message: msg,
                             };
-                            if a.strict {
-                                return Err(e);
-                            }
-                            bad += 1;
-                            pb.suspend(|| eprintln!("simdex: warning: skipped {e}"));
+                            report(e, &mut bad)?;
                         }
                     }
                 }
@@ -177,12 +239,16 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     } else {
         let mut files = Vec::new();
         let mut stdin_doc = false;
+        let mut skipped = Vec::new();
         for p in &a.paths {
             if p == Path::new("-") {
                 stdin_doc = true;
             } else {
-                walk(p, &mut files)?;
+                walk(p, &mut files, &mut skipped)?;
             }
+        }
+        for e in skipped {
+            report(e, &mut bad)?;
         }
         if stdin_doc {
             let mut bytes = Vec::new();
@@ -199,7 +265,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
             )?;
         }
         for chunk in files.chunks(256) {
-            let docs: Vec<Doc> = chunk
+            let read: Vec<Result<Doc>> = chunk
                 .par_iter()
                 .map(|p| {
                     Ok(Doc {
@@ -207,7 +273,14 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                         text: read_text(p)?,
                     })
                 })
-                .collect::<Result<_>>()?;
+                .collect();
+            let mut docs = Vec::with_capacity(read.len());
+            for d in read {
+                match d {
+                    Ok(d) => docs.push(d),
+                    Err(e) => report(e, &mut bad)?,
+                }
+            }
             run(docs, &mut n)?;
         }
     }
@@ -219,7 +292,12 @@ fn parse_jsonl(line: &str) -> std::result::Result<Doc, String> {
     let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let id = match v.get("id") {
         Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Number(n)) => n.to_string(),
+        Some(serde_json::Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
+        Some(serde_json::Value::Number(n)) => {
+            return Err(format!(
+                "\"id\" {n} is not an integer of at most 64 bits (give it as a string)"
+            ));
+        }
         Some(_) => return Err("\"id\" is neither a string nor a number".into()),
         None => return Err("no \"id\" field".into()),
     };

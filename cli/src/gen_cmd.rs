@@ -15,8 +15,8 @@ pub struct Args {
     /// How many of them get planted near-duplicates.
     #[arg(long, default_value_t = 1000)]
     pub planted: u64,
-    /// Distances of the planted near-duplicates (one of each per planted fingerprint).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    /// Distances of the planted near-duplicates (one of each per planted fingerprint; 1..=64).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub distances: Vec<u32>,
     /// Seed; the same seed gives the same output.
     #[arg(long, default_value_t = 1)]
@@ -46,7 +46,7 @@ pub fn run(a: Args) -> Result<()> {
         None => {}
         Some(p) if p.as_os_str() == "-" => {}
         Some(p) => {
-            return simdex::atomic::write_file(p, |w| {
+            return crate::output::write_output(p, |w| {
                 write_all(w, &fps, a.format).map_err(|e| Error::io(p.to_path_buf(), "write", e))
             });
         }

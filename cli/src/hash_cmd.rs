@@ -17,7 +17,7 @@ pub struct HashArgs {
 pub fn hash(a: HashArgs) -> Result<()> {
     let mut w = crate::util::stdout();
     let (n, bad) = for_each_doc(&a.docs, |fp, d| {
-        writeln!(w, "{fp:016x}\t{}", d.id).map_err(crate::util::out_err)
+        writeln!(w, "{:016x}\t{}", fp.unwrap_or(0), d.id).map_err(crate::util::out_err)
     })?;
     crate::util::flush(&mut w)?;
     if !a.docs.quiet && bad > 0 {

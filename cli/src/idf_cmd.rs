@@ -36,7 +36,7 @@ pub fn idf(a: IdfArgs) -> Result<()> {
         Ok(())
     })?;
     let t = IdfTable::build(a.docs.shingle, feats.iter().map(|v| &v[..]));
-    simdex::atomic::write_file(&a.out, |w| {
+    crate::output::write_output(&a.out, |w| {
         w.write_all(t.encode().as_bytes())
             .map_err(|e| Error::io(a.out.clone(), "write", e))
     })?;

@@ -88,7 +88,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
 
 /// A store's sizes, then its live generation's index stats.
 fn store_stats(a: StatsArgs) -> Result<()> {
-    let store = simdex::Store::open_read_only(&a.dir)?;
+    let store = crate::util::open_store_read_only(&a.dir)?;
     let s = store.stats();
     if a.json {
         crate::outln!(
@@ -135,8 +135,17 @@ fn store_stats(a: StatsArgs) -> Result<()> {
 pub fn verify(a: VerifyArgs) -> Result<()> {
     let t0 = Instant::now();
     if simdex::Store::is_store(&a.dir) {
-        let store = simdex::Store::open_read_only(&a.dir)?;
+        let store = crate::util::open_store_read_only(&a.dir)?;
         store.verify()?;
+        if let Some((path, at, n)) = store.recovery().torn.first() {
+            return Err(simdex::Error::corrupt(
+                "log tail",
+                *at,
+                "whole, valid records to the end of the log",
+                format!("{n} bytes that are not one (see the warning above)"),
+            )
+            .with_path(path));
+        }
         let s = store.stats();
         crate::outln!(
             "ok: generation {} ({} pairs, {} fingerprints): every checksum valid, tables and id \

@@ -16,6 +16,7 @@ mod hash_cmd;
 mod idf_cmd;
 mod input;
 mod inspect;
+mod output;
 mod progress;
 mod query;
 mod store_cmd;

@@ -127,7 +127,7 @@ fn print_timing(
 
 /// Queries against a store: matches carry their document ids.
 fn run_store(a: Args) -> Result<()> {
-    let store = Store::open_read_only(&a.dir)?;
+    let store = crate::util::open_store_read_only(&a.dir)?;
     let k =
         a.k.unwrap_or_else(|| store.generation().index().design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;

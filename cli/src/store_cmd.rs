@@ -7,8 +7,8 @@ use crate::input::{IdReader, PairReader};
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
 use simdex::{Error, Result};
 
-use crate::build::LayoutArgs;
 use crate::util::parse_size;
+use simdex::index::DesignChoice;
 
 /// Parse `manual`, `per-write` or `group:<ms>`.
 fn parse_sync(s: &str) -> std::result::Result<SyncPolicy, String> {
@@ -62,9 +62,88 @@ pub struct InsertArgs {
     #[arg(long, default_value_t = 10_000_000)]
     pub expected: u64,
     #[command(flatten)]
-    pub layout: LayoutArgs,
+    pub layout: StoreLayoutArgs,
     #[command(flatten)]
     pub open: OpenArgs,
+}
+
+/// The shape of a store: for `insert` when it creates one (defaults: k 3, design auto, codec
+/// h-delta, block size auto), checked against an existing one; for `rebuild`, what changes
+/// (anything not given is kept).
+#[derive(clap::Args)]
+pub struct StoreLayoutArgs {
+    /// Largest query distance answered exactly (0..=7).
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// Table design: auto, 20, 16, 10, 4, m<M>c<C>r<R> or m<M1>x<M2>.
+    #[arg(long)]
+    pub design: Option<String>,
+    /// Block size in bytes (power of two, 128..=65536) or auto.
+    #[arg(long)]
+    pub block_size: Option<String>,
+    /// Codec of the tables: h-delta or gap.
+    #[arg(long)]
+    pub codec: Option<simdex::codec::Codec>,
+}
+
+impl StoreLayoutArgs {
+    /// The options of a new store.
+    fn create_options(&self, expected: u64) -> Result<CreateOptions> {
+        Ok(CreateOptions::default()
+            .with_k(self.k.unwrap_or(3))
+            .with_design(design_choice(self.design.as_deref().unwrap_or("auto")))
+            .with_codec(self.codec.unwrap_or(simdex::codec::Codec::HDelta))
+            .with_block_size(match &self.block_size {
+                Some(b) => crate::util::parse_block_size(b)?,
+                None => None,
+            })
+            .with_expected_keys(expected))
+    }
+
+    /// An error naming the first option given that differs from the existing store: `insert`
+    /// never changes a store's shape silently (that is `rebuild`'s job).
+    fn check_against(&self, dir: &std::path::Path, s: &simdex::store::StoreStats) -> Result<()> {
+        let differs = |what: &str, given: String, has: String| {
+            Error::InvalidArgument(format!(
+                "{} has {what} {has}, but --{what} {given} was given: insert does not change \
+                 an existing store (leave the option out, or change it with `simdex rebuild \
+                 {} --{what} {given}`)",
+                dir.display(),
+                dir.display()
+            ))
+        };
+        if let Some(k) = self.k
+            && k != s.k
+        {
+            return Err(differs("k", k.to_string(), s.k.to_string()));
+        }
+        if let Some(d) = &self.design
+            && d != "auto"
+            && *d != s.design
+        {
+            return Err(differs("design", d.clone(), s.design.clone()));
+        }
+        if let Some(c) = self.codec
+            && c != s.codec
+        {
+            return Err(differs("codec", c.name().into(), s.codec.name().into()));
+        }
+        if let Some(b) = &self.block_size {
+            let want = crate::util::parse_block_size(b)?;
+            if want != s.block_size {
+                let show = |b: Option<u32>| b.map_or("auto".to_string(), |b| b.to_string());
+                return Err(differs("block-size", show(want), show(s.block_size)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn design_choice(name: &str) -> DesignChoice {
+    match name {
+        "auto" => DesignChoice::Auto,
+        n => DesignChoice::Named(n.to_string()),
+    }
 }
 
 /// Arguments of `simdex delete`.
@@ -109,7 +188,7 @@ pub struct RebuildArgs {
     /// Store directory.
     pub dir: PathBuf,
     #[command(flatten)]
-    pub layout: LayoutArgs,
+    pub layout: StoreLayoutArgs,
     /// Fingerprints to design for when --design is auto (default: the store's count).
     #[arg(long)]
     pub expected: Option<u64>,
@@ -122,32 +201,40 @@ const CHUNK: usize = 1 << 16;
 /// Run `insert`.
 pub fn insert(a: InsertArgs) -> Result<()> {
     let start = Instant::now();
-    if !a.dir.exists() {
-        let o = a.layout.options(a.open.mem, false)?;
-        Store::create(
-            &a.dir,
-            &CreateOptions::default()
-                .with_k(o.k)
-                .with_design(o.design)
-                .with_codec(o.codec)
-                .with_block_size(o.block_size)
-                .with_expected_keys(a.expected),
-        )?;
-        if !a.open.quiet {
-            eprintln!("created store {}", a.dir.display());
-        }
-    } else if !Store::is_store(&a.dir) {
+    if a.dir.exists() && !Store::is_store(&a.dir) {
+        let what = if a.dir.join("MANIFEST").is_file() {
+            "an index built by `simdex build`, which is read-only"
+        } else {
+            "not a store (no CURRENT file)"
+        };
         return Err(Error::InvalidArgument(format!(
-            "{} exists and is not a store (an index built by `simdex build` is read-only; \
-             insert into a new directory)",
+            "{} exists and is {what}; insert into a new directory",
             a.dir.display()
         )));
     }
+    // The whole input is checked before anything is written: a bad line at the end must not
+    // leave the pairs before it applied. A file is read twice; standard input is held in memory.
+    let held: Option<Vec<(u64, u64)>> = if a.input == std::path::Path::new("-") {
+        Some(PairReader::open(&a.input)?.collect::<Result<_>>()?)
+    } else {
+        PairReader::open(&a.input)?.try_for_each(|p| p.map(drop))?;
+        None
+    };
+    if !a.dir.exists() {
+        Store::create(&a.dir, &a.layout.create_options(a.expected)?)?;
+        if !a.open.quiet {
+            eprintln!("created store {}", a.dir.display());
+        }
+    }
     let store = a.open.open(&a.dir)?;
+    a.layout.check_against(&a.dir, &store.stats())?;
     let pb = crate::progress::bar(!a.open.quiet, None, "inserting");
     let mut n = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
-    let mut input = PairReader::open(&a.input)?;
+    let mut input: Box<dyn Iterator<Item = Result<(u64, u64)>>> = match held {
+        Some(v) => Box::new(v.into_iter().map(Ok)),
+        None => Box::new(PairReader::open(&a.input)?),
+    };
     loop {
         chunk.clear();
         for p in input.by_ref().take(CHUNK) {
@@ -178,9 +265,19 @@ pub fn insert(a: InsertArgs) -> Result<()> {
 
 /// Run `delete`.
 pub fn delete(a: DeleteArgs) -> Result<()> {
+    // Every id is checked before any is deleted (as for insert).
+    let held: Option<Vec<u64>> = if a.ids == std::path::Path::new("-") {
+        Some(IdReader::open(&a.ids)?.collect::<Result<_>>()?)
+    } else {
+        IdReader::open(&a.ids)?.try_for_each(|p| p.map(drop))?;
+        None
+    };
     let store = a.open.open(&a.dir)?;
     let mut n = 0u64;
-    let mut input = IdReader::open(&a.ids)?;
+    let mut input: Box<dyn Iterator<Item = Result<u64>>> = match held {
+        Some(v) => Box::new(v.into_iter().map(Ok)),
+        None => Box::new(IdReader::open(&a.ids)?),
+    };
     loop {
         let chunk: Vec<u64> = input.by_ref().take(CHUNK).collect::<Result<_>>()?;
         if chunk.is_empty() {
@@ -224,8 +321,8 @@ pub fn compact(a: CompactArgs) -> Result<()> {
 /// Run `merge`.
 pub fn merge(a: MergeArgs) -> Result<()> {
     let start = Instant::now();
-    let sa = Store::open_read_only(&a.a)?;
-    let sb = Store::open_read_only(&a.b)?;
+    let sa = crate::util::open_store_read_only(&a.a)?;
+    let sb = crate::util::open_store_read_only(&a.b)?;
     let s = Store::merge(&sa, &sb, &a.out)?;
     if !a.quiet {
         eprintln!(
@@ -245,17 +342,30 @@ pub fn merge(a: MergeArgs) -> Result<()> {
 pub fn rebuild(a: RebuildArgs) -> Result<()> {
     let start = Instant::now();
     let store = a.open.open(&a.dir)?;
-    let o = a.layout.options(a.open.mem, false)?;
-    let n = a.expected.unwrap_or(store.stats().fingerprints);
-    let design = o.design.resolve(n.max(1), o.k, o.block_size)?;
-    let s = store.rebuild(design.clone(), o.codec, o.block_size)?;
+    let st = store.stats();
+    let l = &a.layout;
+    let k = l.k.unwrap_or(st.k);
+    // Keep the design unless a new one is named, or a new k needs one.
+    let choice = match (&l.design, l.k) {
+        (Some(d), _) => design_choice(d),
+        (None, Some(k)) if k != st.k => DesignChoice::Auto,
+        _ => DesignChoice::Named(st.design.clone()),
+    };
+    let block_size = match &l.block_size {
+        Some(b) => crate::util::parse_block_size(b)?,
+        None => st.block_size,
+    };
+    let codec = l.codec.unwrap_or(st.codec);
+    let n = a.expected.unwrap_or(st.fingerprints);
+    let design = choice.resolve(n.max(1), k, block_size)?;
+    let s = store.rebuild(design.clone(), codec, block_size)?;
     if !a.open.quiet {
         eprintln!(
             "rebuilt {} as design {} ({} tables, codec {}) in {:.2?}: {} pairs, {} bytes",
             a.dir.display(),
             design.name(),
             design.tables().len(),
-            o.codec.name(),
+            codec.name(),
             start.elapsed(),
             s.pairs,
             s.bytes

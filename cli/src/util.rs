@@ -84,6 +84,16 @@ pub fn human_bytes(b: f64) -> String {
     }
 }
 
+/// Open a store read-only, printing on stderr what recovery found (a torn or damaged log
+/// tail is never dropped silently).
+pub fn open_store_read_only(dir: &std::path::Path) -> Result<simdex::Store> {
+    let s = simdex::Store::open_read_only(dir)?;
+    for w in s.recovery().warnings() {
+        eprintln!("simdex: warning: {w}");
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,49 +1,10 @@
 //! End-to-end tests of the `simdex` binary: outputs, exit codes, and errors on bad input.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn simdex(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_simdex"));
-    c.args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(b) = stdin {
-        // A child may fail (rightly) before reading its input: a broken pipe is not an error.
-        if let Err(e) = input.write_all(b) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-        }
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn fails(o: &Output, needle: &str) {
-    assert!(
-        !o.status.success(),
-        "should fail; stdout: {}",
-        String::from_utf8_lossy(&o.stdout)
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(needle), "stderr {err:?} lacks {needle:?}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one-line error: {err}");
-}
+mod common;
+use common::{fails, ok, simdex};
 
 #[test]
 fn gen_build_query_stats_verify() {
@@ -698,7 +659,7 @@ fn store_commands_reject_bad_input_with_located_errors() {
     ));
     fails(
         &simdex(&["insert", "idx"], Some(b"0000000000000001 1\n"), p),
-        "not a store",
+        "read-only",
     );
     fails(
         &simdex(&["merge", "s", "idx", "--out", "m"], None, p),
@@ -892,6 +853,12 @@ fn a_full_disk_fails_cleanly() {
         &capped("insert st --input pairs.txt --design 10 --quiet"),
         "File too large",
     );
+    // The failed write left part of a record: readers report it, verify fails, and the next
+    // writer drops it; then the store verifies.
+    let o = simdex(&["verify", "st"], None, p);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("log tail"));
+    ok(&simdex(&["compact", "st", "--quiet"], None, p));
     ok(&simdex(&["verify", "st"], None, p));
     let left: Vec<String> = std::fs::read_dir(p)
         .unwrap()
@@ -906,12 +873,22 @@ fn query_timing_reports_library_time_and_work_per_query() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     ok(&simdex(&["gen", "--n", "3000", "--out", "f.hex"], None, d));
-    ok(&simdex(&["build", "--input", "f.hex", "--out", "idx", "--quiet"], None, d));
+    ok(&simdex(
+        &["build", "--input", "f.hex", "--out", "idx", "--quiet"],
+        None,
+        d,
+    ));
     let o = simdex(&["query", "idx", "--input", "f.hex", "--timing"], None, d);
     let out = ok(&o);
-    assert!(out.lines().count() >= 3000, "every stored fingerprint finds itself");
+    assert!(
+        out.lines().count() >= 3000,
+        "every stored fingerprint finds itself"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("3000 queries") || err.contains("queries in"), "{err}");
+    assert!(
+        err.contains("3000 queries") || err.contains("queries in"),
+        "{err}"
+    );
     assert!(err.contains("µs/query") && err.contains("probes"), "{err}");
     // Without --timing, nothing on stderr.
     let o = simdex(&["query", "idx", "--input", "f.hex"], None, d);

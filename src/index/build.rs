@@ -184,6 +184,11 @@ pub fn build(
         .prefix(&format!(".{name}.spill-"))
         .tempdir_in(&parent)
         .map_err(|e| Error::io(parent.clone(), "create spill directory in", e))?;
+    // Locked while in use, like the staging directory: a later run removes it only if stale.
+    let spill_lock = File::open(spill.path()).ok();
+    if let Some(l) = &spill_lock {
+        let _ = l.try_lock();
+    }
 
     // Phase 1: read, sort and de-duplicate the input.
     let chunk_cap = (opts.mem_bytes / 16).max(1) as usize;
@@ -253,6 +258,7 @@ pub fn build(
         tables: entries,
     };
     manifest.write_to(staging.path())?;
+    drop(spill_lock);
     drop(spill);
     staging.publish()?;
     Ok(BuildSummary {

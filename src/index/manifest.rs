@@ -147,13 +147,22 @@ impl Manifest {
             v.parse()
                 .map_err(|_| bad(i + 1, &format!("{name} <integer>"), lines[i]))
         };
+        // Every number is checked into its type: a value that does not fit is corruption,
+        // never silently truncated.
+        let small = |i: usize, name: &str, max: u64| -> Result<u64> {
+            let v = num(i, name)?;
+            if v > max {
+                return Err(bad(i + 1, &format!("{name} at most {max}"), lines[i]));
+            }
+            Ok(v)
+        };
         let name = field(1, "design")?.to_string();
-        let k = num(2, "k")? as u32;
-        let radius = num(3, "radius")? as u32;
+        let k = small(2, "k", crate::design::MAX_K as u64)? as u32;
+        let radius = small(3, "radius", k as u64)? as u32;
         let keys = num(4, "keys")?;
-        let codec = num(5, "codec")? as u32;
-        let block_size = num(6, "block-size")? as u32;
-        let count = num(7, "tables")? as usize;
+        let codec = small(5, "codec", u32::MAX as u64)? as u32;
+        let block_size = small(6, "block-size", u32::MAX as u64)? as u32;
+        let count = small(7, "tables", crate::design::MAX_TABLES as u64)? as usize;
         if lines.len() != 8 + count {
             return Err(bad(
                 8,
@@ -200,6 +209,9 @@ impl Manifest {
         }
         let design = Design::from_tables(name, k, radius, tables)
             .map_err(|e| bad(2, "a valid design", &e.to_string()))?;
+        design
+            .check_exact()
+            .map_err(|e| bad(2, "a design exact for its k", &e.to_string()))?;
         Ok(Manifest {
             design,
             keys,

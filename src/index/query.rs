@@ -187,6 +187,14 @@ impl NearMany {
 
 impl<D: AsRef<[u8]> + Sync> Index<D> {
     pub(crate) fn check_k(&self, k: u32) -> Result<()> {
+        if k > crate::design::MAX_K {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} is beyond what any design answers (k at most {}); the index answers \
+                 k <= {}",
+                crate::design::MAX_K,
+                self.design().k()
+            )));
+        }
         if k > self.design().k() {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} exceeds the index's design ({}, exact up to k = {}); build a new \

@@ -83,8 +83,73 @@ fn hidden(el: &scraper::node::Element) -> bool {
     })
 }
 
+/// Deepest element nesting [`visible_text`] parses; deeper pages are reduced by
+/// [`strip_tags`]. html5ever's tree builder checks the open-element stack for each tag, so a
+/// page of n nested elements costs O(n^2) (100 000 nested `<div>`s took 17 s); no real page
+/// nests this deep.
+pub const MAX_DEPTH: usize = 512;
+
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr",
+];
+
+/// An upper-bound estimate of the element nesting of `html`, stopping once it passes `limit`:
+/// +1 for each start tag that is not void or self-closing, -1 for each end tag.
+fn nesting_exceeds(html: &str, limit: usize) -> bool {
+    let b = html.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while let Some(off) = b[i..].iter().position(|&c| c == b'<') {
+        i += off + 1;
+        match b.get(i) {
+            Some(b'/') => depth = depth.saturating_sub(1),
+            Some(c) if c.is_ascii_alphabetic() => {
+                let name_end = b[i..]
+                    .iter()
+                    .position(|c| !c.is_ascii_alphanumeric())
+                    .map_or(b.len(), |e| i + e);
+                let name = html[i..name_end].to_ascii_lowercase();
+                let close = b[name_end..].iter().position(|&c| c == b'>');
+                let self_closing = close.is_some_and(|c| c > 0 && b[name_end + c - 1] == b'/');
+                if !VOID.contains(&name.as_str()) && !self_closing {
+                    depth += 1;
+                    if depth > limit {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Text of `html` with every tag replaced by a space (the fallback for pages nested beyond
+/// [`MAX_DEPTH`]): no element is dropped or hidden, entities stay as written.
+pub fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() / 2);
+    let mut in_tag = false;
+    for c in html.chars() {
+        match (in_tag, c) {
+            (false, '<') => in_tag = true,
+            (true, '>') => {
+                in_tag = false;
+                out.push(' ');
+            }
+            (false, c) => out.push(c),
+            (true, _) => {}
+        }
+    }
+    out
+}
+
 /// The visible text of an HTML document (or fragment), words separated as a browser would.
+/// Pages nested deeper than [`MAX_DEPTH`] elements are reduced by [`strip_tags`] instead (in
+/// linear time).
 pub fn visible_text(html: &str) -> String {
+    if nesting_exceeds(html, MAX_DEPTH) {
+        return strip_tags(html);
+    }
     let doc = Html::parse_document(html);
     let mut out = String::with_capacity(html.len() / 2);
     // Depth inside a dropped element; text there is skipped.
@@ -131,6 +196,30 @@ mod tests {
         let t = visible_text(page);
         let words: Vec<&str> = t.split_whitespace().collect();
         assert_eq!(words, ["Café", "&", "bistro", "menu", "one", "two", "end"]);
+    }
+
+    #[test]
+    fn absurd_nesting_takes_linear_time() {
+        for n in [100_000usize, 200_000] {
+            let page = format!("{}deep text{}", "<div>".repeat(n), "</div>".repeat(n));
+            let t0 = std::time::Instant::now();
+            let t = visible_text(&page);
+            assert_eq!(t.split_whitespace().collect::<Vec<_>>(), ["deep", "text"]);
+            // Quadratic parsing took 17 s and 129 s here; the fallback is linear.
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(2),
+                "{n}: {:?}",
+                t0.elapsed()
+            );
+        }
+        // Ordinary nesting, void elements and self-closing tags stay with the parser.
+        let ok = format!(
+            "{}<br><img src=x/><p>x</p>{}",
+            "<div>".repeat(500),
+            "</div>".repeat(500)
+        );
+        assert!(!nesting_exceeds(&ok, MAX_DEPTH));
+        assert!(nesting_exceeds(&"<b>".repeat(513), MAX_DEPTH));
     }
 
     #[test]

@@ -202,11 +202,21 @@ impl Simhasher {
 
     /// The fingerprint of plain text.
     pub fn hash_text(&self, text: &str) -> u64 {
+        self.try_hash_text(text).unwrap_or(0)
+    }
+
+    /// The fingerprint of plain text, or `None` for a text without any feature (empty, or
+    /// punctuation only): its fingerprint 0 says nothing about similarity, and such texts
+    /// must not pair with each other as near-duplicates.
+    pub fn try_hash_text(&self, text: &str) -> Option<u64> {
         let feats = self.features(text);
-        match &self.opts.weights {
+        if feats.is_empty() {
+            return None;
+        }
+        Some(match &self.opts.weights {
             None => simhash_weighted(feats),
             Some(t) => simhash_weighted(feats.into_iter().map(|(h, c)| (h, c * t.weight(h)))),
-        }
+        })
     }
 
     /// The fingerprint of an HTML page's visible text ([`html::visible_text`]). Needs the

@@ -190,6 +190,7 @@ impl Store {
             a.opts.mem_bytes,
             &a.opts.progress,
         )?;
+        LogWriter::create(staging.path(), 0)?;
         Current {
             generation: 0,
             block_size: layout.block_size,

@@ -160,6 +160,8 @@ impl Store {
             .map(|m| m.len())
             .sum();
         StoreStats {
+            codec: g.index().codec(),
+            block_size: st.current.block_size,
             generation: g.number(),
             design: g.index().design().name().to_string(),
             k: g.index().design().k(),

@@ -51,6 +51,7 @@ impl Store {
             1 << 20,
             &crate::progress::ProgressHandle::none(),
         )?;
+        LogWriter::create(staging.path(), 0)?;
         Current {
             generation: 0,
             block_size: opts.block_size,
@@ -87,22 +88,31 @@ impl Store {
     /// to the moment of opening. Safe beside a running writer.
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
         // A writer may commit a compaction (and remove the old generation and logs) while we
-        // open; every such case surfaces as "not found" and is retried.
+        // open; every such case surfaces as "not found" with CURRENT moved, and is retried. A
+        // file missing while CURRENT stays put is really missing: that error, with its path.
+        let dir = dir.as_ref();
+        let live = || Current::read(dir).ok().map(|c| c.generation);
         let mut last = None;
         for attempt in 0..100u64 {
-            match Store::open_inner(dir.as_ref(), &StoreOptions::default(), true) {
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    last = Some(source);
+            let before = live();
+            match Store::open_inner(dir, &StoreOptions::default(), true) {
+                Err(e) if e.io_error().map(|s| s.kind()) == Some(std::io::ErrorKind::NotFound) => {
+                    if before.is_some() && before == live() {
+                        return Err(e);
+                    }
+                    last = Some(e);
                     std::thread::sleep(Duration::from_millis(1 + attempt.min(20)));
                 }
                 other => return other,
             }
         }
-        Err(Error::io(
-            dir.as_ref().to_path_buf(),
-            "open store",
-            last.unwrap_or_else(|| std::io::Error::other("kept changing")),
-        ))
+        Err(last.unwrap_or_else(|| {
+            Error::io(
+                dir.to_path_buf(),
+                "open store",
+                std::io::Error::other("it kept changing"),
+            )
+        }))
     }
 
     fn open_inner(dir: &Path, opts: &StoreOptions, read_only: bool) -> Result<Store> {
@@ -117,7 +127,7 @@ impl Store {
                 "open store",
                 std::io::Error::new(
                     std::io::ErrorKind::NotFound,
-                    "no CURRENT: not a simdex store (create one with `simdex insert --create`)",
+                    "no CURRENT: not a simdex store (`simdex insert DIR` creates one where DIR does not exist yet)",
                 ),
             ));
         }
@@ -187,17 +197,29 @@ impl Store {
                 ),
             )
         };
-        if let Some(&first) = logs.first()
-            && (first != g || logs.windows(2).any(|w| w[1] != w[0] + 1))
-        {
-            if read_only {
+        // Log G always exists once generation G is live (created before the commit), so a
+        // missing one is lost writes, never "nothing logged".
+        if logs.first() != Some(&g) || logs.windows(2).any(|w| w[1] != w[0] + 1) {
+            if read_only && Current::read(dir)?.generation != g {
                 return Err(changed());
             }
+            let found = if logs.is_empty() {
+                format!(
+                    "no {}: the writes logged since generation {g} are lost",
+                    wal::file_name(g)
+                )
+            } else {
+                format!("logs {logs:?}: writes logged in the missing ones are lost")
+            };
             return Err(Error::corrupt(
                 "store logs",
                 0,
-                format!("logs numbered {g}, {}, ... without a gap", g + 1),
-                format!("logs {logs:?}: writes logged in the missing ones are lost"),
+                format!(
+                    "{} (the live generation's log), then {}, ... without a gap",
+                    wal::file_name(g),
+                    wal::file_name(g + 1)
+                ),
+                found,
             )
             .with_path(dir));
         }

@@ -221,8 +221,9 @@ impl Recovery {
             .iter()
             .map(|(p, at, n)| {
                 format!(
-                    "{}: torn tail of {n} bytes after offset {at} (a write cut short by a \
-                     crash; it was never acknowledged) dropped",
+                    "{}: {n} bytes after offset {at} are not a whole, valid log record (a \
+                     write cut short by a crash, or damage to the last record); whatever they \
+                     held is not applied",
                     p.display()
                 )
             })
@@ -232,7 +233,12 @@ impl Recovery {
 
 /// Sizes of a store.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct StoreStats {
+    /// Codec of the generation's tables.
+    pub codec: Codec,
+    /// Block size policy: a fixed size, or `None` for one picked per generation size.
+    pub block_size: Option<u32>,
     /// Live generation number.
     pub generation: u64,
     /// Design name.

@@ -1,0 +1,50 @@
+//! Running the `simdex` binary in tests.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Run `simdex args` in `cwd`, feeding `stdin`.
+pub fn simdex(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_simdex"));
+    c.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(b) = stdin {
+        // A child may fail (rightly) before reading its input: a broken pipe is not an error.
+        if let Err(e) = input.write_all(b) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Its stdout; fails the test unless it exited 0.
+pub fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// Assert a one-line error containing `needle`, no panic.
+pub fn fails(o: &Output, needle: &str) {
+    assert!(
+        !o.status.success(),
+        "should fail; stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(needle), "stderr {err:?} lacks {needle:?}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one-line error: {err}");
+}
