@@ -75,10 +75,9 @@ impl Store {
                         self.durability.poison(&e);
                         return Err(e);
                     }
-                    self.durability.synced.fetch_max(
-                        self.durability.appended.load(Ordering::Acquire),
-                        Ordering::AcqRel,
-                    );
+                    let at = self.durability.appended.load(Ordering::Acquire);
+                    self.durability.synced.fetch_max(at, Ordering::AcqRel);
+                    *lock(&self.durability.log_base) = (next.number(), at, next.len());
                     *f = Some(next.try_clone_file()?);
                 }
                 *writer = Some(next);

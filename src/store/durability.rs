@@ -18,6 +18,9 @@ pub(crate) struct Durability {
     pub(crate) synced: AtomicU64,
     pub(crate) poisoned: Mutex<Option<String>>,
     pub(crate) stop: AtomicBool,
+    /// The current log: (its number, the append position `appended` had when it became
+    /// current, its length then). With `synced`, this tells how many of its bytes are durable.
+    pub(crate) log_base: Mutex<(u64, u64, u64)>,
     /// fsyncs of the log made, and their total time in nanoseconds.
     pub(crate) fsyncs: AtomicU64,
     pub(crate) fsync_nanos: AtomicU64,
@@ -63,6 +66,15 @@ impl Durability {
         }
         self.synced.fetch_max(target, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+impl Durability {
+    /// (log number, bytes of it known to be on stable storage): what survives a power loss.
+    pub(crate) fn durable(&self) -> (u64, u64) {
+        let (number, lsn0, len0) = *lock(&self.log_base);
+        let synced = self.synced.load(Ordering::Acquire);
+        (number, len0 + synced.saturating_sub(lsn0))
     }
 }
 

@@ -258,12 +258,15 @@ impl Store {
             let f = w.try_clone_file()?;
             (Some(w), Some(f))
         };
+        // What is in the log at open was synced by recovery (or by the run that wrote it).
+        let log_base = writer.as_ref().map_or((g, 0, 0), |w| (w.number(), 0, w.len()));
         let durability = Arc::new(Durability {
             file: Mutex::new(file),
             appended: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             poisoned: Mutex::new(None),
             stop: AtomicBool::new(false),
+            log_base: Mutex::new(log_base),
             fsyncs: AtomicU64::new(0),
             fsync_nanos: AtomicU64::new(0),
         });
