@@ -27,7 +27,10 @@ fn power_loss_image(store: &Store, from: &Path, to: &Path) {
     let copy = to.join(live_log.file_name().unwrap());
     let f = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
     let len = f.metadata().unwrap().len();
-    assert!(durable <= len, "durable {durable} beyond the file's {len} bytes");
+    assert!(
+        durable <= len,
+        "durable {durable} beyond the file's {len} bytes"
+    );
     f.set_len(durable).unwrap();
 }
 
@@ -98,7 +101,7 @@ fn trial(policy: SyncPolicy, seed: u64) -> (usize, usize) {
                 floor = states.len() - 1;
             }
         }
-        if matches!(policy, SyncPolicy::Group(_)) && splitmix64(&mut s) % 8 == 0 {
+        if matches!(policy, SyncPolicy::Group(_)) && splitmix64(&mut s).is_multiple_of(8) {
             std::thread::sleep(Duration::from_millis(3));
         }
     }
@@ -115,7 +118,10 @@ fn trial(policy: SyncPolicy, seed: u64) -> (usize, usize) {
         .unwrap_or_else(|| panic!("not the state after any prefix ({policy:?}, seed {seed})"));
     match policy {
         SyncPolicy::PerWrite => assert_eq!(j, acked, "per-write lost a write (seed {seed})"),
-        _ => assert!(j >= floor, "{policy:?} lost flushed writes: {j} < {floor} (seed {seed})"),
+        _ => assert!(
+            j >= floor,
+            "{policy:?} lost flushed writes: {j} < {floor} (seed {seed})"
+        ),
     }
     drop(store);
     (acked, acked - j)
@@ -144,7 +150,10 @@ fn power_loss_keeps_what_each_sync_policy_promises() {
              simulated power failure (in {trials_losing} trials)"
         );
         if policy == SyncPolicy::Manual && trials >= 10 {
-            assert!(lost > 0, "the simulation must drop unsynced writes, or it tests nothing");
+            assert!(
+                lost > 0,
+                "the simulation must drop unsynced writes, or it tests nothing"
+            );
         }
     }
 }

@@ -259,7 +259,9 @@ impl Store {
             (Some(w), Some(f))
         };
         // What is in the log at open was synced by recovery (or by the run that wrote it).
-        let log_base = writer.as_ref().map_or((g, 0, 0), |w| (w.number(), 0, w.len()));
+        let log_base = writer
+            .as_ref()
+            .map_or((g, 0, 0), |w| (w.number(), 0, w.len()));
         let durability = Arc::new(Durability {
             file: Mutex::new(file),
             appended: AtomicU64::new(0),

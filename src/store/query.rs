@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use std::ops::ControlFlow;
 
+use std::sync::Arc;
+
 use super::generation;
 use super::*;
 use crate::error::Result;
@@ -14,20 +16,45 @@ impl Store {
     /// Every stored fingerprint within `k` of `fp` with its document ids, each fingerprint once,
     /// ordered by distance then fingerprint. Sees every acknowledged write.
     pub fn near(&self, fp: u64, k: u32) -> Result<Vec<StoreMatch>> {
-        let st = self.read_state();
+        // The generation's tables and id map are read with no lock held (a snapshot: the
+        // generation stays readable while held); the state lock is taken only for the
+        // in-memory delta. If a compaction replaced the generation meanwhile, read again.
+        loop {
+            let g = self.generation();
+            let mut from_tables: Vec<(u64, u32, Vec<u64>)> = Vec::new();
+            for m in g.index().near(fp, k)? {
+                let ids = g
+                    .ids()
+                    .ids_of(m.fingerprint)
+                    .map_err(|e| e.with_path(&g.dir().join(generation::IDS_NAME)))?;
+                from_tables.push((m.fingerprint, m.distance, ids));
+            }
+            let st = self.read_state();
+            if !Arc::ptr_eq(&st.generation, &g) {
+                continue;
+            }
+            return self.resolve(&st, fp, k, from_tables);
+        }
+    }
+
+    /// Matches from the tables (with their ids) plus the delta's, deleted ids dropped.
+    fn resolve(
+        &self,
+        st: &State,
+        fp: u64,
+        k: u32,
+        from_tables: Vec<(u64, u32, Vec<u64>)>,
+    ) -> Result<Vec<StoreMatch>> {
         let g = &st.generation;
         let layers = st.layers();
         let mut found: BTreeMap<u64, (u32, Vec<u64>)> = BTreeMap::new();
-        for m in g.index().near(fp, k)? {
-            let ids: Vec<u64> = g
-                .ids()
-                .ids_of(m.fingerprint)
-                .map_err(|e| e.with_path(&g.dir().join(generation::IDS_NAME)))?
+        for (fingerprint, distance, ids) in from_tables {
+            let ids: Vec<u64> = ids
                 .into_iter()
                 .filter(|id| !layers.iter().any(|l| l.deletes(*id)))
                 .collect();
             if !ids.is_empty() {
-                found.insert(m.fingerprint, (m.distance, ids));
+                found.insert(fingerprint, (distance, ids));
             }
         }
         for (i, layer) in layers.iter().enumerate() {
@@ -112,24 +139,33 @@ impl Store {
 
     /// True if some stored fingerprint is within `k` of `fp`.
     pub fn has_near(&self, fp: u64, k: u32) -> Result<bool> {
-        {
+        loop {
+            let g = self.generation();
+            // Table I/O without the lock; whether it may answer is decided under it.
+            let in_tables = g.index().has_near(fp, k)?;
             let st = self.read_state();
+            if !Arc::ptr_eq(&st.generation, &g) {
+                continue;
+            }
             let layers = st.layers();
-            if !layers.iter().any(|l| l.has_deletes()) {
-                // Nothing hides a compacted pair: the tables alone can answer yes.
-                if st.generation.index().has_near(fp, k)? {
+            if layers.iter().any(|l| l.has_deletes()) {
+                // A delete may hide the match: resolve ids.
+                drop(st);
+                return Ok(!self.near(fp, k)?.is_empty());
+            }
+            if in_tables {
+                return Ok(true);
+            }
+            for l in &layers {
+                if !g
+                    .index()
+                    .probe(*l, fp, k, &mut Work::default(), |_| false)?
+                {
                     return Ok(true);
                 }
-                for l in &layers {
-                    let index = st.generation.index();
-                    if !index.probe(*l, fp, k, &mut Work::default(), |_| false)? {
-                        return Ok(true);
-                    }
-                }
-                return Ok(false);
             }
+            return Ok(false);
         }
-        Ok(!self.near(fp, k)?.is_empty())
     }
 
     /// Ids stored with exactly `fp`, ascending.
