@@ -27,7 +27,7 @@
 //! `format-spec/simhash.md`.
 //!
 //! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log, delta, generations) → [`design`] and
-//! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → [`block`] (one
+//! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → `table::block` (one
 //! block) → [`codec`] (Huffman and bits). Byte layouts are specified in `format-spec/`.
 //!
 //! ```

@@ -187,7 +187,7 @@ impl Generation {
         self.retired.store(true, Ordering::SeqCst);
     }
 
-    /// Everything [`Index::verify`] and [`IdMap::verify`] check, and that the id map and the
+    /// Everything [`Index::verify`] and the id map's own check check, and that the id map and the
     /// tables hold the same fingerprints.
     pub fn verify(&self) -> Result<()> {
         self.index.verify()?;
@@ -250,7 +250,7 @@ pub struct Source<'a> {
     pub layer: &'a Layer,
 }
 
-/// What [`write_generation`] wrote.
+/// What writing a generation (compaction, rebuild, merge, bulk load) wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GenerationSummary {
     /// Pairs in the new generation.

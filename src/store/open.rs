@@ -80,6 +80,11 @@ impl Store {
     /// Open the store at `dir` for reading and writing: take the writer lock, remove what an
     /// interrupted compaction left, replay the logs (truncating a torn tail; see
     /// [`Store::recovery`]).
+    ///
+    /// A generation's tables and id map are memory-mapped, with the contract of
+    /// [`Index::open`](crate::Index::open): no other process may truncate or rewrite them while
+    /// the store is open (simdex never does; it writes new generations beside old ones). Their
+    /// sizes and digests are checked on open and by [`Store::verify`].
     pub fn open(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
         Store::open_inner(dir.as_ref(), opts, false)
     }

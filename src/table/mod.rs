@@ -1,6 +1,6 @@
 //! One sorted permuted table on disk: header, blocks, footer (last keys), trailer.
 //!
-//! [`builder`] writes tables, [`reader`] reads them; [`format`](mod@format) holds the fixed-size structures
+//! [`builder`] writes tables, [`reader`] reads them; `format` holds the fixed-size structures
 //! both share. The byte layout is specified in `format-spec/table.md`.
 
 pub mod builder;
