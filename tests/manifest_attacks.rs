@@ -32,7 +32,8 @@ fn crafted_manifests_are_refused() {
     let (_dir, manifest, tables) = index_dir();
     // Sanity: the untouched manifest, resealed, opens.
     Index::from_parts(&resealed(&manifest, |b| b.to_string()), tables.clone()).unwrap();
-    let cases: [(&str, Box<dyn Fn(&str) -> String>); 5] = [
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let cases: [(&str, Edit); 5] = [
         // A radius that would enumerate C(64, <=40) probes (aborted on a 4 GiB allocation).
         (
             "radius",
