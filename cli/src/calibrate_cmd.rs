@@ -24,15 +24,26 @@ pub struct CalibrateArgs {
     /// Labelled pairs instead of the Jaccard ground truth: lines `id_a<TAB>id_b<TAB>1|0`.
     #[arg(long)]
     pub pairs: Option<PathBuf>,
-    /// Largest k in the table (0..=64).
-    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(0..=64))]
+    /// Largest k in the table (0..=64). Beyond 7 the rows serve `dedup --verify`'s candidate
+    /// distance (fingerprints alone answer k <= 7).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub max_k: u32,
     /// Use at most this many documents (all pairs are compared: the cost grows with its square).
     #[arg(long, default_value_t = 30_000)]
     pub max_docs: usize,
-    /// Also compare, for each shingle size, IDF weights learned from the corpus itself.
+    /// Compare both weightings (count, and IDF learned from the corpus itself) for each
+    /// shingle size.
     #[arg(long)]
     pub with_idf: bool,
+    /// Weights when not comparing both: auto (= idf, learned from the corpus), count or idf.
+    #[arg(long, value_enum, default_value_t = Weights::Auto)]
+    pub weights: Weights,
+    /// Candidate recall the `--verify` advice aims for.
+    #[arg(long, default_value_t = 0.95, value_parser = parse_fraction)]
+    pub target_recall: f64,
+    /// The table and the advice as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A number in 0..=1.
@@ -139,7 +150,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
             let idf = if a.with_idf {
                 vec![false, true]
             } else {
-                vec![false]
+                vec![a.weights != Weights::Count]
             };
             idf.into_iter().map(move |w| (n, w))
         })
@@ -204,15 +215,44 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         };
         columns.push(rows);
     }
+    let truth_text = match &a.pairs {
+        None => format!("word 3-shingle Jaccard >= {}", a.threshold),
+        Some(p) => format!("labelled in {}", p.display()),
+    };
+    let advice = Advice::from(&header, &columns, a.target_recall);
+    if a.json {
+        let cols: Vec<String> = header
+            .iter()
+            .zip(&columns)
+            .map(|(h, rows)| {
+                let rs: Vec<String> = rows
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{{\"k\":{},\"true_positives\":{},\"false_positives\":{},\"false_negatives\":{}}}",
+                            r.k, r.true_positives, r.false_positives, r.false_negatives
+                        )
+                    })
+                    .collect();
+                format!("{{\"setting\":{:?},\"rows\":[{}]}}", h, rs.join(","))
+            })
+            .collect();
+        crate::outln!(
+            "{{\"documents\":{},\"empty\":{},\"near_duplicates\":{},\"truth\":{:?},\"columns\":[{}],\"advice\":{}}}",
+            docs.len(),
+            skip.len(),
+            truth.len(),
+            truth_text,
+            cols.join(","),
+            advice.json()
+        )?;
+        return Ok(());
+    }
     crate::outln!(
-        "{} documents ({} empty, left out), {} near-duplicate pairs ({})",
+        "{} documents ({} empty, left out), {} near-duplicate pairs ({truth_text})",
         docs.len(),
         skip.len(),
         truth.len(),
-        match &a.pairs {
-            None => format!("word 3-shingle Jaccard >= {}", a.threshold),
-            Some(p) => format!("labelled in {}", p.display()),
-        }
     )?;
     crate::outln!("precision / recall of \"distance <= k\"\n")?;
     crate::outln!("| k | {} |", header.join(" | "))?;
@@ -224,7 +264,107 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
             .collect();
         crate::outln!("| {k} | {} |", cells.join(" | "))?;
     }
+    crate::outln!("\n{}", advice.text())?;
     Ok(())
+}
+
+/// The `dedup` flags of a column header ("3-shingles + idf" -> "--shingle 3 --weights idf").
+fn flags(header: &str) -> String {
+    let (name, idf) = match header.strip_suffix(" + idf") {
+        Some(n) => (n, true),
+        None => (header, false),
+    };
+    let n = name.strip_suffix("-shingles").unwrap_or("1");
+    format!(
+        "--shingle {n} --weights {}",
+        if idf { "idf" } else { "count" }
+    )
+}
+
+/// What `calibrate` recommends from its table.
+struct Advice {
+    /// (setting, k, precision, recall, F1) of the best F1 of fingerprints alone.
+    best: Option<(String, u32, f64, f64, f64)>,
+    /// For `dedup --verify`: (setting, smallest k reaching the target recall, candidates, recall).
+    verify: Option<(String, u32, u64, f64)>,
+    target: f64,
+}
+
+impl Advice {
+    fn from(header: &[String], columns: &[Vec<simhash::eval::Row>], target: f64) -> Advice {
+        let mut best: Option<(String, u32, f64, f64, f64)> = None;
+        let mut verify: Option<(String, u32, u64, f64)> = None;
+        for (h, rows) in header.iter().zip(columns) {
+            for r in rows.iter().filter(|r| r.k <= simdex::design::MAX_K) {
+                if let (Some(p), Some(rc)) = (r.precision(), r.recall())
+                    && p + rc > 0.0
+                {
+                    let f1 = 2.0 * p * rc / (p + rc);
+                    if best.as_ref().is_none_or(|b| f1 > b.4) {
+                        best = Some((h.clone(), r.k, p, rc, f1));
+                    }
+                }
+            }
+            // Fewest candidates among the settings that reach the recall target.
+            if let Some(r) = rows
+                .iter()
+                .find(|r| r.recall().is_some_and(|x| x >= target))
+            {
+                let c = r.true_positives + r.false_positives;
+                if verify.as_ref().is_none_or(|v| c < v.2) {
+                    verify = Some((h.clone(), r.k, c, r.recall().unwrap_or(0.0)));
+                }
+            }
+        }
+        Advice {
+            best,
+            verify,
+            target,
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = match &self.best {
+            Some((h, k, p, r, f1)) => format!(
+                "best F1 of fingerprints alone: {h}, k = {k} (precision {p:.3}, recall {r:.3}, \
+                 F1 {f1:.3})"
+            ),
+            None => "no near-duplicate pairs to score".to_string(),
+        };
+        s.push('\n');
+        s.push_str(&match &self.verify {
+            Some((h, k, c, r)) => format!(
+                "for exact answers: simdex dedup --verify jaccard:T {} --candidate-k {k} \
+                 ({h}: candidate recall {r:.3} >= {}, {c} candidate pairs to verify)",
+                flags(h),
+                self.target
+            ),
+            None => format!(
+                "no setting reaches candidate recall {} within the table's k: raise --max-k \
+                 (dedup --verify takes --candidate-k up to 16)",
+                self.target
+            ),
+        });
+        s
+    }
+
+    fn json(&self) -> String {
+        let best = self.best.as_ref().map_or("null".to_string(), |(h, k, p, r, f1)| {
+            format!("{{\"setting\":{h:?},\"k\":{k},\"precision\":{p:.4},\"recall\":{r:.4},\"f1\":{f1:.4}}}")
+        });
+        let verify = self
+            .verify
+            .as_ref()
+            .map_or("null".to_string(), |(h, k, c, r)| {
+                format!(
+                    "{{\"setting\":{h:?},\"candidate_k\":{k},\"candidates\":{c},\"recall\":{r:.4}}}"
+                )
+            });
+        format!(
+            "{{\"best_f1\":{best},\"verify\":{verify},\"target_recall\":{}}}",
+            self.target
+        )
+    }
 }
 
 /// The ground truth's set: word 3-shingles.

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use simdex::simhash;
 use simdex::{Error, Result};
 
 use crate::docs::*;
@@ -26,6 +27,115 @@ pub struct DedupArgs {
     /// Memory budget of the index build.
     #[arg(long, default_value = "1G", value_parser = crate::util::parse_size)]
     pub mem: u64,
+    /// Exact answers: keep only the candidate pairs (fingerprints within --candidate-k) whose
+    /// word 3-shingle sets have Jaccard >= T, as `jaccard:T` (e.g. jaccard:0.9). Pairs then
+    /// carry a fourth column, their Jaccard; clusters are built from verified pairs only.
+    #[arg(long, value_parser = parse_verify)]
+    pub verify: Option<f64>,
+    /// Feature weights: auto (idf learned from the corpus in a first pass; count with
+    /// --verify), count, or idf. Ignored with --idf FILE, whose weights are used.
+    #[arg(long, value_enum, default_value_t = Weights::Auto)]
+    pub weights: Weights,
+    /// Candidate distance when verifying (0..=16). Default 11: on template-heavy pages,
+    /// near-duplicates at Jaccard 0.9 lie up to 10-12 bits apart (measured; BENCHMARKS.md).
+    /// Above 7 the candidates come from a scan of all pairs of fingerprints (n²/2 popcounts,
+    /// at most 500 000 documents), at 7 or below from the index.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub candidate_k: Option<u32>,
+}
+
+/// The default candidate distance of `--verify`.
+const DEFAULT_CANDIDATE_K: u32 = 11;
+/// Most documents a candidate scan beyond the index's k may compare (n²/2 popcounts).
+const MAX_SCAN_DOCS: usize = 500_000;
+
+/// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
+/// candidate verified as it is found (nothing materialized but the verified pairs).
+#[allow(clippy::too_many_arguments)]
+fn verify_by_scan(
+    a: &DedupArgs,
+    fps: &[u64],
+    ids: &[String],
+    sets: &[Vec<u64>],
+    k: u32,
+    t: f64,
+    featureless: u64,
+    bad: u64,
+    started: std::time::Instant,
+) -> Result<()> {
+    let (verified, candidates) = simhash::eval::verify_scan(fps, sets, k, t);
+    let mut parent: Vec<u32> = (0..fps.len() as u32).collect();
+    let mut text = String::new();
+    use std::fmt::Write as _;
+    if a.clusters {
+        for &(i, j, _, _) in &verified {
+            let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+            if ri != rj {
+                parent[ri.max(rj) as usize] = ri.min(rj);
+            }
+        }
+        let mut clusters: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for i in 0..fps.len() as u32 {
+            let r = find(&mut parent, i);
+            clusters.entry(r).or_default().push(i);
+        }
+        for members in clusters.values().filter(|m| m.len() > 1) {
+            let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
+            let _ = writeln!(text, "{}", line.join("\t"));
+        }
+    } else {
+        for &(i, j, d, jac) in &verified {
+            let _ = writeln!(
+                text,
+                "{}\t{}\t{d}\t{jac:.4}",
+                ids[i as usize], ids[j as usize]
+            );
+        }
+    }
+    write_text(a, &text)?;
+    if !a.docs.quiet {
+        eprintln!(
+            "verified: {candidates} candidate pairs within k = {k} (all-pairs scan), {} with \
+             word 3-shingle Jaccard >= {t} ({:.2?} in all); {} documents{}{}",
+            verified.len(),
+            started.elapsed(),
+            fps.len() as u64 + featureless,
+            if featureless > 0 {
+                format!(", {featureless} without any word left out")
+            } else {
+                String::new()
+            },
+            if bad > 0 {
+                format!("; skipped {bad} bad lines")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Write the output text to --out or standard output.
+fn write_text(a: &DedupArgs, text: &str) -> Result<()> {
+    match &a.out {
+        Some(p) => crate::output::write_output(p, |w| {
+            w.write_all(text.as_bytes())
+                .map_err(|e| Error::io(p.clone(), "write", e))
+        }),
+        None => {
+            let mut w = crate::util::stdout();
+            w.write_all(text.as_bytes()).map_err(crate::util::out_err)?;
+            crate::util::flush(&mut w)
+        }
+    }
+}
+
+/// `jaccard:T` with T in (0, 1].
+fn parse_verify(s: &str) -> std::result::Result<f64, String> {
+    s.strip_prefix("jaccard:")
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| *t > 0.0 && *t <= 1.0)
+        .ok_or_else(|| format!("{s:?} is not jaccard:T with T in (0, 1]"))
 }
 
 fn find(parent: &mut [u32], mut x: u32) -> u32 {
@@ -38,28 +148,74 @@ fn find(parent: &mut [u32], mut x: u32) -> u32 {
 
 /// Run `dedup`: every near-duplicate pair `id_a<TAB>id_b<TAB>distance` (input order), or the
 /// clusters.
-pub fn dedup(a: DedupArgs) -> Result<()> {
+pub fn dedup(mut a: DedupArgs) -> Result<()> {
     if a.k > 7 {
         return Err(Error::InvalidArgument(format!(
             "k = {} is not in 0..=7",
             a.k
         )));
     }
+    let started = std::time::Instant::now();
+    let want_idf = a.docs.idf.is_none()
+        && match a.weights {
+            Weights::Count => false,
+            Weights::Idf => true,
+            Weights::Auto => a.verify.is_none(),
+        };
+    if want_idf {
+        if a.docs.rereadable() {
+            a.docs.learn_corpus_idf()?;
+        } else if a.weights == Weights::Idf {
+            return Err(Error::InvalidArgument(
+                "--weights idf reads the input twice, which standard input cannot do: give \
+                 files, or learn a table with `simdex idf` and pass --idf"
+                    .into(),
+            ));
+        } else if !a.docs.quiet {
+            eprintln!("simdex: note: standard input is read once: count weights (not idf)");
+        }
+    }
     let mut fps = Vec::new();
     let mut ids = Vec::new();
+    let mut sets: Vec<Vec<u64>> = Vec::new();
     let mut featureless = 0u64;
+    let verify = a.verify;
+    let k = match verify {
+        Some(_) => a.candidate_k.unwrap_or(DEFAULT_CANDIDATE_K),
+        None => a.k,
+    };
     // Documents without any feature (empty, punctuation only) all hash to 0 and would all pair
-    // with each other: they take no part (counted in the summary).
-    let (_, bad) = for_each_doc(&a.docs, |fp, d| {
-        match fp {
-            Some(fp) => {
-                fps.push(fp);
-                ids.push(d.id.clone());
+    // with each other: they take no part (counted in the summary). With --verify, each
+    // document's 3-shingle set is computed on the same pass, on all cores.
+    let (_, bad) = for_each_doc_with(
+        &a.docs,
+        |d| verify.map(|_| simhash::eval::shingle_set(&d.text, simhash::eval::TRUTH_SHINGLE)),
+        |fp, set, d| {
+            match fp {
+                Some(fp) => {
+                    fps.push(fp);
+                    ids.push(d.id.clone());
+                    if let Some(s) = set {
+                        sets.push(s);
+                    }
+                }
+                None => featureless += 1,
             }
-            None => featureless += 1,
+            Ok(())
+        },
+    )?;
+    if let Some(t) = verify
+        && k > simdex::design::MAX_K
+    {
+        if fps.len() > MAX_SCAN_DOCS {
+            return Err(Error::InvalidArgument(format!(
+                "--candidate-k {k} scans all pairs of {} documents, over the budget of \
+                 {MAX_SCAN_DOCS}: use --candidate-k 7 or less (the index join)",
+                fps.len()
+            )));
         }
-        Ok(())
-    })?;
+        return verify_by_scan(&a, &fps, &ids, &sets, k, t, featureless, bad, started);
+    }
     // Documents by fingerprint; pairs of distinct fingerprints from the index self-join.
     let mut groups: HashMap<u64, Vec<u32>> = HashMap::new();
     for (i, &fp) in fps.iter().enumerate() {
@@ -74,7 +230,7 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
     };
     let joined = simdex::index::self_join(
         &fps,
-        a.k,
+        k,
         &tmp,
         a.mem,
         &crate::progress::handle(!a.docs.quiet),
@@ -89,7 +245,8 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
             parent[ri.max(rj) as usize] = ri.min(rj);
         }
     };
-    if a.clusters {
+    let materialize = !a.clusters || verify.is_some();
+    if !materialize {
         for g in groups.values() {
             for &j in &g[1..] {
                 union(g[0], j);
@@ -99,14 +256,14 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
             union(groups[&p.batch][0], groups[&p.stored][0]);
         }
     }
-    for g in groups.values().filter(|_| !a.clusters) {
+    for g in groups.values().filter(|_| materialize) {
         for (x, &i) in g.iter().enumerate() {
             for &j in &g[x + 1..] {
                 pairs.push((i, j, 0));
             }
         }
     }
-    for p in joined.iter().filter(|_| !a.clusters) {
+    for p in joined.iter().filter(|_| materialize) {
         for &i in &groups[&p.batch] {
             for &j in &groups[&p.stored] {
                 pairs.push((i.min(j), i.max(j), p.distance));
@@ -114,6 +271,17 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
         }
     }
     pairs.sort_unstable();
+    let candidates = pairs.len();
+    // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
+    let verified: Option<Vec<(u32, u32, u32, f64)>> =
+        verify.map(|t| simhash::eval::verify(&sets, &pairs, t));
+    if let Some(v) = &verified
+        && a.clusters
+    {
+        for &(i, j, _, _) in v {
+            union(i, j);
+        }
+    }
     let mut text = String::new();
     use std::fmt::Write as _;
     if a.clusters {
@@ -126,25 +294,33 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
             let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
             let _ = writeln!(text, "{}", line.join("\t"));
         }
+    } else if let Some(v) = &verified {
+        for &(i, j, d, jac) in v {
+            let _ = writeln!(
+                text,
+                "{}\t{}\t{d}\t{jac:.4}",
+                ids[i as usize], ids[j as usize]
+            );
+        }
     } else {
         for &(i, j, d) in &pairs {
             let _ = writeln!(text, "{}\t{}\t{d}", ids[i as usize], ids[j as usize]);
         }
     }
-    match &a.out {
-        Some(p) => crate::output::write_output(p, |w| {
-            w.write_all(text.as_bytes())
-                .map_err(|e| Error::io(p.clone(), "write", e))
-        })?,
-        None => {
-            let mut w = crate::util::stdout();
-            w.write_all(text.as_bytes()).map_err(crate::util::out_err)?;
-            crate::util::flush(&mut w)?;
-        }
+    write_text(&a, &text)?;
+    if !a.docs.quiet
+        && let (Some(v), Some(t)) = (&verified, verify)
+    {
+        eprintln!(
+            "verified: {candidates} candidate pairs within k = {k}, {} with word 3-shingle \
+             Jaccard >= {t} ({:.2?} in all)",
+            v.len(),
+            started.elapsed()
+        );
     }
     if !a.docs.quiet {
         eprintln!(
-            "{} documents, {} distinct fingerprints, {} near-duplicate pairs within k = {}{}{}",
+            "{} documents, {} distinct fingerprints, {} pairs within k = {}{}{}",
             fps.len() as u64 + featureless,
             groups.len(),
             groups
@@ -155,7 +331,7 @@ pub fn dedup(a: DedupArgs) -> Result<()> {
                     .iter()
                     .map(|p| (groups[&p.batch].len() * groups[&p.stored].len()) as u64)
                     .sum::<u64>(),
-            a.k,
+            k,
             if featureless > 0 {
                 format!("; {featureless} documents without any word left out")
             } else {

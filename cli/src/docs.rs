@@ -33,12 +33,59 @@ pub struct DocArgs {
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Weights learned from this corpus itself (set by `dedup` and `calibrate`, not a flag).
+    #[arg(skip)]
+    pub corpus_idf: Option<Arc<IdfTable>>,
+}
+
+/// How features are weighted, for commands that see the whole corpus (`dedup`, `calibrate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weights {
+    /// `idf`, except `count` for `dedup --verify` (whose candidates want the widest net).
+    Auto,
+    /// Occurrence counts only (the fingerprints of `simdex hash`).
+    Count,
+    /// Counts times IDF learned from the corpus in a first pass: shingles shared by many
+    /// documents (navigation, boilerplate, repeated headings) weigh less.
+    Idf,
 }
 
 impl DocArgs {
+    /// True when the inputs can be read twice (no standard input).
+    pub fn rereadable(&self) -> bool {
+        !self.paths.iter().any(|p| p == Path::new("-"))
+    }
+
+    /// Learn IDF weights from the corpus in a first pass (features only, on all cores), and use
+    /// them from now on.
+    pub fn learn_corpus_idf(&mut self) -> Result<()> {
+        let h = Simhasher::new(SimhashOptions {
+            shingle: self.shingle,
+            weights: None,
+        })?;
+        let mut total = simhash::DfCounter::default();
+        read_docs(self, |docs| {
+            let part = docs
+                .par_iter()
+                .fold(simhash::DfCounter::default, |mut c, d| {
+                    let f: Vec<u64> = h.features(&d.text).into_iter().map(|(f, _)| f).collect();
+                    c.add(&f);
+                    c
+                })
+                .reduce(simhash::DfCounter::default, |mut a, b| {
+                    a.merge(b);
+                    a
+                });
+            total.merge(part);
+            Ok(())
+        })?;
+        self.corpus_idf = Some(Arc::new(total.finish(self.shingle)));
+        Ok(())
+    }
+
     fn hasher(&self) -> Result<Simhasher> {
         let weights = match &self.idf {
-            None => None,
+            None => self.corpus_idf.clone(),
             Some(p) => {
                 let text =
                     std::fs::read_to_string(p).map_err(|e| Error::io(p.clone(), "read", e))?;
@@ -152,15 +199,24 @@ pub fn for_each_doc(
     a: &DocArgs,
     mut emit: impl FnMut(Option<u64>, &Doc) -> Result<()>,
 ) -> Result<(u64, u64)> {
+    for_each_doc_with(a, |_| (), |fp, (), d| emit(fp, d))
+}
+
+/// [`for_each_doc`], also computing `extra(doc)` on all cores alongside the fingerprint.
+pub fn for_each_doc_with<X: Send>(
+    a: &DocArgs,
+    extra: impl Fn(&Doc) -> X + Sync,
+    mut emit: impl FnMut(Option<u64>, X, &Doc) -> Result<()>,
+) -> Result<(u64, u64)> {
     let hasher = a.hasher()?;
     read_docs(a, |docs| {
-        let fps: Vec<Option<u64>> = docs
+        let fps: Vec<(Option<u64>, X)> = docs
             .par_iter()
-            .map(|d| hasher.try_hash_text(&d.text))
+            .map(|d| (hasher.try_hash_text(&d.text), extra(d)))
             .collect();
         fps.into_iter()
             .zip(&docs)
-            .try_for_each(|(fp, d)| emit(fp, d))
+            .try_for_each(|((fp, x), d)| emit(fp, x, d))
     })
 }
 

@@ -755,7 +755,28 @@ fn hash_dedup_calibrate_idf_on_documents() {
         None,
         p,
     ));
-    assert!(out.contains("| k | words | 2-shingles |"), "{out}");
+    // IDF learned from the corpus by default; counts on request.
+    assert!(
+        out.contains("| k | words + idf | 2-shingles + idf |"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("| ")).count(), 1 + 13);
+    let out = ok(&simdex(
+        &[
+            "calibrate",
+            "docs",
+            "--shingles",
+            "2",
+            "--weights",
+            "count",
+            "--max-k",
+            "7",
+            "--quiet",
+        ],
+        None,
+        p,
+    ));
+    assert!(out.contains("| k | 2-shingles |"), "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("| ")).count(), 1 + 8);
     // Labelled pairs.
     std::fs::write(

@@ -43,21 +43,44 @@ fn weight(docs: u64, df: u64) -> u64 {
     ((100.0 * idf).round() as u64).max(1)
 }
 
-impl IdfTable {
-    /// Learn from documents' feature hashes (each document's distinct features).
-    pub fn build<'a>(shingle: usize, docs: impl IntoIterator<Item = &'a [u64]>) -> IdfTable {
-        let mut df: HashMap<u64, u64> = HashMap::new();
-        let mut n = 0u64;
-        for d in docs {
-            n += 1;
-            let mut seen: Vec<u64> = d.to_vec();
-            seen.sort_unstable();
-            seen.dedup();
-            for h in seen {
-                *df.entry(h).or_insert(0) += 1;
-            }
+/// Document frequencies gathered a document (or a chunk of documents) at a time, for an
+/// [`IdfTable`] learned in one streaming pass; counters of separate chunks [`merge`](Self::merge).
+#[derive(Debug, Clone, Default)]
+pub struct DfCounter {
+    df: HashMap<u64, u64>,
+    docs: u64,
+}
+
+impl DfCounter {
+    /// Count one document's features (repeats within it count once).
+    pub fn add(&mut self, features: &[u64]) {
+        self.docs += 1;
+        let mut seen: Vec<u64> = features.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        for h in seen {
+            *self.df.entry(h).or_insert(0) += 1;
         }
-        let weights = df
+    }
+
+    /// Add another counter's documents.
+    pub fn merge(&mut self, other: DfCounter) {
+        self.docs += other.docs;
+        for (h, c) in other.df {
+            *self.df.entry(h).or_insert(0) += c;
+        }
+    }
+
+    /// Documents counted.
+    pub fn docs(&self) -> u64 {
+        self.docs
+    }
+
+    /// The weights, for features of `shingle` words.
+    pub fn finish(self, shingle: usize) -> IdfTable {
+        let n = self.docs;
+        let weights = self
+            .df
             .into_iter()
             .filter(|&(_, c)| c > 1)
             .map(|(h, c)| (h, weight(n, c)))
@@ -68,6 +91,17 @@ impl IdfTable {
             weights,
             default: weight(n, 1),
         }
+    }
+}
+
+impl IdfTable {
+    /// Learn from documents' feature hashes (each document's distinct features).
+    pub fn build<'a>(shingle: usize, docs: impl IntoIterator<Item = &'a [u64]>) -> IdfTable {
+        let mut c = DfCounter::default();
+        for d in docs {
+            c.add(d);
+        }
+        c.finish(shingle)
     }
 
     /// The weight of feature hash `h`.

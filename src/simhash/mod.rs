@@ -20,7 +20,7 @@ internal_mod!(tokens);
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-pub use idf::IdfTable;
+pub use idf::{DfCounter, IdfTable};
 
 /// Seed of the feature hash: xxh3-64 with this seed (the bytes of "simdex\0\x01", big-endian).
 pub const FEATURE_SEED: u64 = 0x7369_6d64_6578_0001;
