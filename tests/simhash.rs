@@ -173,6 +173,14 @@ fn vector_inputs() -> Vec<(&'static str, usize, bool)> {
             2,
             true,
         ),
+        // HTML rule 2: site boilerplate (header, footer, aside, landmark roles) is dropped.
+        (
+            "<html><body><header role=\"banner\">Site</header><div role=\"navigation\">Home \
+             About</div><main><p>The article text</p></main><aside>Related</aside><footer>\
+             Copyright</footer></body></html>",
+            2,
+            true,
+        ),
     ]
 }
 

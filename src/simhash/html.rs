@@ -3,9 +3,10 @@
 //! character references come out as a browser would show them.
 //!
 //! Dropped with everything inside them: `head` (title, meta), `script`, `style`, `noscript`,
-//! `template`, `nav`, `svg`, `iframe`, `object`, and any element that is hidden: the `hidden`
-//! attribute, `aria-hidden="true"`, or an inline style with `display: none` or
-//! `visibility: hidden`. Block-level elements and `<br>` separate words; inline ones do not
+//! `template`, `nav`, `svg`, `iframe`, `object`, site boilerplate (`header`, `footer`, `aside`,
+//! and the ARIA roles banner, navigation, contentinfo, complementary), and any element that is
+//! hidden: the `hidden` attribute, `aria-hidden="true"`, or an inline style with
+//! `display: none` or `visibility: hidden`. Block-level elements and `<br>` separate words; inline ones do not
 //! (`<b>wo</b>rd` is one word).
 
 use ego_tree::iter::Edge;
@@ -13,8 +14,12 @@ use scraper::{Html, Node};
 
 const DROPPED: &[&str] = &[
     "head", "script", "style", "noscript", "template", "nav", "svg", "iframe", "object", "embed",
-    "canvas", "select", "button",
+    "canvas", "select", "button", "header", "footer", "aside",
 ];
+
+/// ARIA landmark roles of site boilerplate (HTML rule 2): banner (site header), navigation,
+/// contentinfo (site footer), complementary (sidebars).
+const BOILERPLATE_ROLES: &[&str] = &["banner", "navigation", "contentinfo", "complementary"];
 
 const BLOCK: &[&str] = &[
     "address",
@@ -65,6 +70,12 @@ const BLOCK: &[&str] = &[
 
 fn hidden(el: &scraper::node::Element) -> bool {
     if DROPPED.contains(&el.name()) || el.attr("hidden").is_some() {
+        return true;
+    }
+    if el.attr("role").is_some_and(|r| {
+        r.split_ascii_whitespace()
+            .any(|r| BOILERPLATE_ROLES.iter().any(|b| r.eq_ignore_ascii_case(b)))
+    }) {
         return true;
     }
     if el
@@ -196,6 +207,16 @@ mod tests {
         let t = visible_text(page);
         let words: Vec<&str> = t.split_whitespace().collect();
         assert_eq!(words, ["Café", "&", "bistro", "menu", "one", "two", "end"]);
+    }
+
+    #[test]
+    fn site_boilerplate_is_dropped() {
+        let page = r#"<body><header>Logo Menu</header><div role="Navigation banner">links</div>
+            <main><header>Article title</header><p>body text</p></main>
+            <aside>related</aside><div role="contentinfo">legal</div>
+            <section role="complementary">ads</section><footer>copyright</footer></body>"#;
+        let t = visible_text(page);
+        assert_eq!(t.split_whitespace().collect::<Vec<_>>(), ["body", "text"]);
     }
 
     #[test]

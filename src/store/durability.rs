@@ -71,6 +71,8 @@ impl Durability {
 
 impl Durability {
     /// (log number, bytes of it known to be on stable storage): what survives a power loss.
+    /// Read by the power-loss tests (`Store::durable_log`, tests and `internals` only).
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub(crate) fn durable(&self) -> (u64, u64) {
         let (number, lsn0, len0) = *lock(&self.log_base);
         let synced = self.synced.load(Ordering::Acquire);

@@ -23,6 +23,7 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(text::hash_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(text::dedup_fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(text::verify_texts, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -389,3 +389,128 @@ pub fn dedup_fingerprints<'py>(
     });
     Ok((out(py, clusters), pairs))
 }
+
+/// Verified near-duplicates of texts: internal, called by `simdex.dedup(..., verify=T)`.
+///
+/// Candidates are the rows whose `fingerprints` lie within `k` bits (the index self-join for
+/// k <= 7, the all-pairs scan above, for at most 500 000 rows); each is kept if the word
+/// 3-shingle sets of the two texts have Jaccard >= `t`. Returns the cluster of every row (the
+/// smallest row of its component of verified pairs) and the verified pairs (row_a, row_b,
+/// distance, jaccard).
+#[pyfunction]
+#[pyo3(signature = (texts, fingerprints, t, k, *, html=false, mem_bytes=1<<30, tmp=None, threads=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn verify_texts<'py>(
+    py: Python<'py>,
+    texts: Vec<String>,
+    fingerprints: &Bound<'py, PyAny>,
+    t: f64,
+    k: u32,
+    html: bool,
+    mem_bytes: u64,
+    tmp: Option<PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    (
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<u32>>,
+        Bound<'py, PyArray1<f64>>,
+    ),
+)> {
+    use simdex::simhash::eval;
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    if fps.len() != texts.len() {
+        return Err(invalid("texts and fingerprints differ in length"));
+    }
+    if !(t > 0.0 && t <= 1.0) {
+        return Err(invalid(format!("verify = {t} is not in (0, 1]")));
+    }
+    if k > 16 {
+        return Err(invalid(format!("candidate_k = {k} is not in 0..=16")));
+    }
+    const MAX_SCAN: usize = 500_000;
+    if k > simdex::design::MAX_K && fps.len() > MAX_SCAN {
+        return Err(invalid(format!(
+            "candidate_k = {k} scans all pairs of {} rows, over the budget of {MAX_SCAN}: use \
+             candidate_k <= 7",
+            fps.len()
+        )));
+    }
+    let tmp = tmp.unwrap_or_else(std::env::temp_dir);
+    let (clusters, verified) = detached(py, threads, move || {
+        let sets: Vec<Vec<u64>> = texts
+            .par_iter()
+            .map(|x| {
+                let plain;
+                let x = if html {
+                    plain = simdex::simhash::html::visible_text(x);
+                    plain.as_str()
+                } else {
+                    x.as_str()
+                };
+                eval::shingle_set(x, eval::TRUTH_SHINGLE)
+            })
+            .collect();
+        let verified = if k > simdex::design::MAX_K {
+            eval::verify_scan(fps, &sets, k, t).0
+        } else {
+            // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
+            let mut rows: Vec<(u64, u32)> = fps
+                .iter()
+                .enumerate()
+                .map(|(i, &f)| (f, i as u32))
+                .collect();
+            rows.par_sort_unstable();
+            let mut distinct: Vec<u64> = rows.iter().map(|r| r.0).collect();
+            distinct.dedup();
+            let joined =
+                simdex::index::self_join(&distinct, k, &tmp, mem_bytes, &ProgressHandle::none())?;
+            let group = |fp: u64| {
+                let a = rows.partition_point(|x| x.0 < fp);
+                let b = rows.partition_point(|x| x.0 <= fp);
+                &rows[a..b]
+            };
+            let mut cand: Vec<(u32, u32, u32)> = Vec::new();
+            for g in rows.chunk_by(|a, b| a.0 == b.0) {
+                for (x, a) in g.iter().enumerate() {
+                    for b in &g[x + 1..] {
+                        cand.push((a.1.min(b.1), a.1.max(b.1), 0));
+                    }
+                }
+            }
+            for p in &joined {
+                for a in group(p.batch) {
+                    for b in group(p.stored) {
+                        cand.push((a.1.min(b.1), a.1.max(b.1), p.distance));
+                    }
+                }
+            }
+            cand.par_sort_unstable();
+            eval::verify(&sets, &cand, t)
+        };
+        let n = fps.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        for &(a, b, _, _) in &verified {
+            let (ra, rb) = (find(&mut parent, a as usize), find(&mut parent, b as usize));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+        let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
+        Ok((clusters, verified))
+    })?;
+    let (mut a, mut b, mut d, mut j) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (x, y, z, w) in verified {
+        a.push(x as i64);
+        b.push(y as i64);
+        d.push(z);
+        j.push(w);
+    }
+    Ok((
+        out(py, clusters),
+        (out(py, a), out(py, b), out(py, d), out(py, j)),
+    ))
+}

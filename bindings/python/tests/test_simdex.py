@@ -227,6 +227,40 @@ def test_hash_dedup_and_idf(tmp_path: Path) -> None:
         simdex.hash("not a list")
 
 
+def test_dedup_verify_is_exact_on_template_pages() -> None:
+    rng = np.random.default_rng(3)
+    template = " ".join(f"t{x}" for x in rng.integers(0, 3000, size=300))
+    texts, planted = [], set()
+    for i in range(200):
+        body = [f"w{x}" for x in rng.integers(0, 5000, size=int(rng.integers(30, 120)))]
+        texts.append(template + " " + " ".join(body))
+        if i % 4 == 0:
+            body[3] = "changed"
+            planted.add((len(texts) - 1, len(texts)))
+            texts.append(template + " " + " ".join(body))
+
+    def shingles(t: str) -> set:
+        w = t.split()
+        return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}
+
+    sets = [shingles(t) for t in texts]
+    truth = {
+        (i, j)
+        for i in range(len(texts))
+        for j in range(i + 1, len(texts))
+        if len(sets[i] & sets[j]) / len(sets[i] | sets[j]) >= 0.9
+    }
+    clusters, (a, b, d, jac) = simdex.dedup(texts, verify=0.9, return_pairs=True)
+    got = set(zip(a.tolist(), b.tolist()))
+    assert got <= truth, "verified pairs are near-duplicates"
+    assert len(got) >= 0.95 * len(truth) and planted <= truth
+    assert np.all(jac >= 0.9)
+    for i, j in got:
+        assert clusters[i] == clusters[j]
+    with pytest.raises(TypeError):
+        simdex.dedup(np.zeros(3, np.uint64), verify=0.9)
+
+
 def test_arrow_input_in_place() -> None:
     pa = pytest.importorskip("pyarrow")
     texts = ["alpha beta gamma", None, "delta epsilon zeta eta", ""] * 50

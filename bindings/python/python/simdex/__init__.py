@@ -117,6 +117,8 @@ def dedup(
     idf: Idf | None = None,
     html: bool = False,
     return_pairs: bool = False,
+    verify: float | None = None,
+    candidate_k: int = 11,
     mem_bytes: int = 1 << 30,
     tmp: str | None = None,
     threads: int | None = None,
@@ -129,7 +131,24 @@ def dedup(
     ``(clusters, (row_a, row_b, distance))`` with every near-duplicate pair once, row_a < row_b.
     Texts without any feature (empty or punctuation-only) pair with nothing. The join runs in
     bounded memory (``mem_bytes``, spilling under ``tmp``) on all cores.
+
+    ``verify=T`` (texts only) gives exact answers: candidate rows within ``candidate_k`` bits
+    (default 11; above 7 an all-pairs scan of the fingerprints, at most 500 000 rows) are kept
+    only if their word 3-shingle sets have Jaccard >= T, and clusters come from kept pairs;
+    pairs are then ``(row_a, row_b, distance, jaccard)``. Fingerprints for verification use
+    count weights (the widest candidate net), as ``simdex dedup --verify`` does.
     """
+    if verify is not None:
+        if isinstance(data, np.ndarray):
+            raise TypeError("verify needs the texts, not fingerprints")
+        texts = data.to_pylist() if _arrow_chunks(data) is not None else list(data)
+        texts = [t or "" for t in texts]
+        fps, _ = _hash(texts, shingle, idf, html, threads)
+        clusters, pairs = _simdex.verify_texts(
+            texts, fps, float(verify), candidate_k, html=html, mem_bytes=mem_bytes, tmp=tmp,
+            threads=threads,
+        )
+        return (clusters, pairs) if return_pairs else clusters
     skip = None
     if isinstance(data, np.ndarray):
         fps = data

@@ -189,3 +189,14 @@ def dedup_fingerprints(
     tmp: _Path | None = None,
     threads: int | None = None,
 ) -> tuple[_I64, tuple[_I64, _I64, _U32] | None]: ...
+def verify_texts(
+    texts: list[str],
+    fingerprints: _U64,
+    t: float,
+    k: int,
+    *,
+    html: bool = False,
+    mem_bytes: int = 1 << 30,
+    tmp: _Path | None = None,
+    threads: int | None = None,
+) -> tuple[_I64, tuple[_I64, _I64, _U32, npt.NDArray[np.float64]]]: ...
