@@ -82,7 +82,7 @@ pub enum Error {
     /// An earlier write or fsync failed; the store refuses further writes until reopened
     /// (after a failed fsync the kernel may have dropped the dirty pages: retrying would lie).
     Poisoned(String),
-    /// The caller's [`Progress`](crate::progress::Progress) asked the operation to stop; nothing
+    /// The caller's progress receiver (`Progress::cancelled`) asked the operation to stop; nothing
     /// was published.
     Cancelled,
 }

@@ -223,3 +223,64 @@ fn errors_print_their_cause_once() {
         Some(std::io::ErrorKind::NotFound)
     );
 }
+
+/// A failed background compaction is reported by the next call instead of vanishing.
+#[test]
+fn background_compaction_errors_reach_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    Store::create(&path, &CreateOptions::default()).unwrap();
+    let store = Arc::new(
+        Store::open(
+            &path,
+            &StoreOptions::default()
+                .with_sync(SyncPolicy::Manual)
+                .with_max_delta(10),
+        )
+        .unwrap(),
+    );
+    let _compactor = store.start_background_compaction();
+    // A file where the next generation's directory goes makes that compaction fail.
+    std::fs::write(path.join("gen-000001"), "in the way").unwrap();
+    for i in 0..10u64 {
+        store.insert(i << 20, i).unwrap();
+    }
+    let mut reported = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if let Err(e) = store.insert(1, 99) {
+            reported = Some(e);
+            break;
+        }
+    }
+    let e = reported.expect("the background failure is reported");
+    assert!(e.to_string().contains("gen-000001"), "{e}");
+    // Once the obstacle is gone, compaction works again and nothing was lost.
+    std::fs::remove_file(path.join("gen-000001")).unwrap();
+    store.compact().unwrap();
+    assert_eq!(store.ids_of(5 << 20).unwrap(), vec![5]);
+}
+
+/// An index read into memory is immune to its files being cut underneath (a mapped one would
+/// fault on the lost pages).
+#[test]
+fn an_in_memory_index_survives_its_files_being_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let fps = fingerprints(2_000, 5);
+    let idx = build(dir.path(), &fps);
+    let want = idx.near(fps[7], 3).unwrap();
+    drop(idx);
+    let mem = Index::open_in_memory(dir.path().join("idx")).unwrap();
+    for e in std::fs::read_dir(dir.path().join("idx")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+    }
+    assert_eq!(mem.near(fps[7], 3).unwrap(), want);
+    // And opening the truncated files is an error, not a fault.
+    assert!(Index::open(dir.path().join("idx")).is_err());
+}

@@ -359,7 +359,7 @@ fn merge_and_rebuild_keep_every_pair() {
     let e = Store::merge(
         &Store::open_read_only(&a).unwrap(),
         &sc,
-        &tmp.path().join("d"),
+        tmp.path().join("d"),
     )
     .unwrap_err();
     assert!(e.to_string().contains("different designs"), "{e}");

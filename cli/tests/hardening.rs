@@ -375,3 +375,40 @@ fn stale_staging_directories_are_removed_and_a_bom_is_named() {
         "byte-order mark",
     );
 }
+
+/// `batch --mem` splits a large batch into rounds; the output is the same as in one round,
+/// pairs inside the batch included.
+#[test]
+fn batch_in_rounds_equals_one_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&simdex(&["gen", "--n", "20000", "--out", "f.hex"], None, d));
+    ok(&simdex(
+        &["build", "--input", "f.hex", "--out", "idx", "--quiet"],
+        None,
+        d,
+    ));
+    // The batch is the stored set itself (every fingerprint pairs at least with itself).
+    std::fs::copy(d.join("f.hex"), d.join("b.hex")).unwrap();
+    let one = ok(&simdex(
+        &[
+            "batch", "idx", "--input", "b.hex", "--within", "w1.tsv", "--quiet",
+        ],
+        None,
+        d,
+    ));
+    // 1 MiB at 16 bytes x 4 probes per fingerprint: rounds of 16 384, so two rounds.
+    let rounds = ok(&simdex(
+        &[
+            "batch", "idx", "--input", "b.hex", "--within", "w2.tsv", "--mem", "1M", "--quiet",
+        ],
+        None,
+        d,
+    ));
+    assert!(!one.is_empty());
+    assert_eq!(one, rounds);
+    assert_eq!(
+        std::fs::read_to_string(d.join("w1.tsv")).unwrap(),
+        std::fs::read_to_string(d.join("w2.tsv")).unwrap()
+    );
+}

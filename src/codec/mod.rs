@@ -1,7 +1,7 @@
 //! Bit-level coding: MSB-first bit I/O, the canonical Huffman code, and the two delta codecs
 //! that turn consecutive sorted keys into (Huffman symbol, raw suffix) pairs.
 //!
-//! Everything here is independent of the file format; [`crate::table`] arranges these pieces
+//! Everything here is independent of the file format; the table module arranges these pieces
 //! into blocks. See `format-spec/table.md`, sections "Bit order", "Huffman code", "Codec 1" and
 //! "Codec 2".
 

@@ -334,10 +334,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 pub fn self_join(
     fps: &[u64],
     k: u32,
-    tmp: &std::path::Path,
+    tmp: impl AsRef<std::path::Path>,
     mem_bytes: u64,
     progress: &ProgressHandle,
 ) -> Result<Vec<Pair>> {
+    let tmp = tmp.as_ref();
     let dir = tempfile::Builder::new()
         .prefix(".simdex-join-")
         .tempdir_in(tmp)

@@ -160,7 +160,8 @@ impl Store {
 
     /// Write a new store at `out` holding the union of `a` and `b` (same design), including
     /// their uncompacted writes.
-    pub fn merge(a: &Store, b: &Store, out: &Path) -> Result<GenerationSummary> {
+    pub fn merge(a: &Store, b: &Store, out: impl AsRef<Path>) -> Result<GenerationSummary> {
+        let out = out.as_ref();
         let (ga, la) = a.snapshot_layer();
         let (gb, lb) = b.snapshot_layer();
         if ga.index().design() != gb.index().design() {

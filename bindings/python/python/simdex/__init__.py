@@ -119,6 +119,7 @@ def dedup(
     return_pairs: bool = False,
     verify: float | None = None,
     candidate_k: int = 11,
+    weights: str = "auto",
     mem_bytes: int = 1 << 30,
     tmp: str | None = None,
     threads: int | None = None,
@@ -129,6 +130,9 @@ def dedup(
     ``clusters``, an int64 array giving each row the smallest row number of its cluster (so
     ``clusters == arange(n)`` marks the rows to keep); with ``return_pairs=True`` returns
     ``(clusters, (row_a, row_b, distance))`` with every near-duplicate pair once, row_a < row_b.
+    For texts, ``weights="auto"`` (the default) weights shingles by IDF learned from ``data``
+    itself, so that what many pages share (navigation, boilerplate) does not make them look
+    alike; ``weights="count"`` uses counts only (the fingerprints of :func:`hash`).
     Texts without any feature (empty or punctuation-only) pair with nothing. The join runs in
     bounded memory (``mem_bytes``, spilling under ``tmp``) on all cores.
 
@@ -150,9 +154,17 @@ def dedup(
         )
         return (clusters, pairs) if return_pairs else clusters
     skip = None
+    if weights not in ("auto", "count", "idf"):
+        raise InvalidArgument(f"weights must be auto, count or idf, not {weights!r}")
     if isinstance(data, np.ndarray):
         fps = data
     else:
+        if idf is None and weights in ("auto", "idf"):
+            # The whole corpus is at hand: discount what many documents share (templates,
+            # boilerplate), as `simdex dedup` does by default.
+            texts = data.to_pylist() if _arrow_chunks(data) is not None else list(data)
+            data = [t or "" for t in texts]
+            idf = Idf.learn(data, shingle=shingle, html=html, threads=threads)
         fps, skip = _hash(data, shingle, idf, html, threads)
     clusters, pairs = _simdex.dedup_fingerprints(
         fps, k, skip, return_pairs=return_pairs, mem_bytes=mem_bytes, tmp=tmp, threads=threads
