@@ -268,6 +268,14 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     #[inline(always)]
     fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
+        // Plan first: start loading every probe's block, then decode them one by one while the
+        // later ones arrive (the t probes of a query are independent).
+        for (t, p) in self.tables.iter().zip(&self.probers) {
+            let q = p.permutation.apply(fp);
+            for &flip in &p.flips {
+                t.prefetch(p.range(q, flip).0);
+            }
+        }
         let mut work = Work::default();
         self.probe(&self.tables[..], fp, k, &mut work, |m| {
             out.push(m);

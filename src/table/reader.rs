@@ -245,6 +245,25 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
+    /// Ask the CPU to start loading the block a lookup of `lo` will decode (its first cache
+    /// lines and its crc-checked flag), so that the probes of all tables of one query overlap
+    /// their cache misses instead of paying them one after another. A hint: no effect on
+    /// results.
+    #[inline]
+    pub(crate) fn prefetch(&self, lo: u64) {
+        let i = self.find_block(lo) as u64;
+        if i >= self.block_count() {
+            return;
+        }
+        let b = self.header.block_size as usize;
+        let off = HEADER_LEN + i as usize * b;
+        let data = self.data.as_ref();
+        for line in 0..(b / 64).min(4) {
+            prefetch_read(data[off + line * 64..].as_ptr());
+        }
+        prefetch_read((&self.crc_checked[(i / 64) as usize] as *const AtomicU64).cast());
+    }
+
     /// Check block `i`'s crc (once per reader) and start decoding it.
     pub fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
         assert!(i < self.block_count(), "block {i} out of range");
@@ -572,4 +591,18 @@ impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
             }
         }
     }
+}
+
+/// A read prefetch hint for the cache line holding `p`.
+#[inline(always)]
+fn prefetch_read(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
+    // `_mm_prefetch` needs, is part of every x86-64 CPU.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
