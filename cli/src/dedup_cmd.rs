@@ -64,34 +64,15 @@ fn verify_by_scan(
     started: std::time::Instant,
 ) -> Result<()> {
     let (verified, candidates) = simhash::eval::verify_scan(fps, sets, k, t);
-    let mut parent: Vec<u32> = (0..fps.len() as u32).collect();
-    let mut text = String::new();
-    use std::fmt::Write as _;
-    if a.clusters {
+    let text = if a.clusters {
+        let mut c = Components::new(fps.len());
         for &(i, j, _, _) in &verified {
-            let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
-            if ri != rj {
-                parent[ri.max(rj) as usize] = ri.min(rj);
-            }
+            c.union(i, j);
         }
-        let mut clusters: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-        for i in 0..fps.len() as u32 {
-            let r = find(&mut parent, i);
-            clusters.entry(r).or_default().push(i);
-        }
-        for members in clusters.values().filter(|m| m.len() > 1) {
-            let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
-            let _ = writeln!(text, "{}", line.join("\t"));
-        }
+        c.lines(ids)
     } else {
-        for &(i, j, d, jac) in &verified {
-            let _ = writeln!(
-                text,
-                "{}\t{}\t{d}\t{jac:.4}",
-                ids[i as usize], ids[j as usize]
-            );
-        }
-    }
+        verified_lines(&verified, ids)
+    };
     write_text(a, &text)?;
     if !a.docs.quiet {
         eprintln!(
@@ -138,12 +119,60 @@ fn parse_verify(s: &str) -> std::result::Result<f64, String> {
         .ok_or_else(|| format!("{s:?} is not jaccard:T with T in (0, 1]"))
 }
 
-fn find(parent: &mut [u32], mut x: u32) -> u32 {
-    while parent[x as usize] != x {
-        parent[x as usize] = parent[parent[x as usize] as usize];
-        x = parent[x as usize];
+/// Connected components of documents (union-find, each root the smallest member).
+struct Components(Vec<u32>);
+
+impl Components {
+    fn new(n: usize) -> Components {
+        Components((0..n as u32).collect())
     }
-    x
+
+    fn find(&mut self, mut x: u32) -> u32 {
+        let p = &mut self.0;
+        while p[x as usize] != x {
+            p[x as usize] = p[p[x as usize] as usize];
+            x = p[x as usize];
+        }
+        x
+    }
+
+    fn union(&mut self, i: u32, j: u32) {
+        let (ri, rj) = (self.find(i), self.find(j));
+        if ri != rj {
+            self.0[ri.max(rj) as usize] = ri.min(rj);
+        }
+    }
+
+    /// One line of tab-separated ids per component of two or more documents, in order of
+    /// their first member.
+    fn lines(&mut self, ids: &[String]) -> String {
+        use std::fmt::Write as _;
+        let mut by_root: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for i in 0..self.0.len() as u32 {
+            let r = self.find(i);
+            by_root.entry(r).or_default().push(i);
+        }
+        let mut text = String::new();
+        for members in by_root.values().filter(|m| m.len() > 1) {
+            let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
+            let _ = writeln!(text, "{}", line.join("\t"));
+        }
+        text
+    }
+}
+
+/// Verified pairs as lines `id_a<TAB>id_b<TAB>distance<TAB>jaccard`.
+fn verified_lines(verified: &[(u32, u32, u32, f64)], ids: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for &(i, j, d, jac) in verified {
+        let _ = writeln!(
+            text,
+            "{}\t{}\t{d}\t{jac:.4}",
+            ids[i as usize], ids[j as usize]
+        );
+    }
+    text
 }
 
 /// Run `dedup`: every near-duplicate pair `id_a<TAB>id_b<TAB>distance` (input order), or the
@@ -238,22 +267,16 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
     // clusters mode only unions groups, so large duplicate groups cost nothing extra.
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-    let mut parent: Vec<u32> = (0..fps.len() as u32).collect();
-    let mut union = |i: u32, j: u32| {
-        let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
-        if ri != rj {
-            parent[ri.max(rj) as usize] = ri.min(rj);
-        }
-    };
+    let mut components = Components::new(fps.len());
     let materialize = !a.clusters || verify.is_some();
     if !materialize {
         for g in groups.values() {
             for &j in &g[1..] {
-                union(g[0], j);
+                components.union(g[0], j);
             }
         }
         for p in &joined {
-            union(groups[&p.batch][0], groups[&p.stored][0]);
+            components.union(groups[&p.batch][0], groups[&p.stored][0]);
         }
     }
     for g in groups.values().filter(|_| materialize) {
@@ -279,34 +302,21 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         && a.clusters
     {
         for &(i, j, _, _) in v {
-            union(i, j);
+            components.union(i, j);
         }
     }
-    let mut text = String::new();
-    use std::fmt::Write as _;
-    if a.clusters {
-        let mut clusters: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-        for i in 0..fps.len() as u32 {
-            let r = find(&mut parent, i);
-            clusters.entry(r).or_default().push(i);
-        }
-        for members in clusters.values().filter(|m| m.len() > 1) {
-            let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
-            let _ = writeln!(text, "{}", line.join("\t"));
-        }
+    let text = if a.clusters {
+        components.lines(&ids)
     } else if let Some(v) = &verified {
-        for &(i, j, d, jac) in v {
-            let _ = writeln!(
-                text,
-                "{}\t{}\t{d}\t{jac:.4}",
-                ids[i as usize], ids[j as usize]
-            );
-        }
+        verified_lines(v, &ids)
     } else {
+        use std::fmt::Write as _;
+        let mut text = String::new();
         for &(i, j, d) in &pairs {
             let _ = writeln!(text, "{}\t{}\t{d}", ids[i as usize], ids[j as usize]);
         }
-    }
+        text
+    };
     write_text(&a, &text)?;
     if !a.docs.quiet
         && let (Some(v), Some(t)) = (&verified, verify)

@@ -271,6 +271,72 @@ impl PyIdf {
     }
 }
 
+/// Rows grouped by fingerprint (skipped rows left out) and the index self-join of the distinct
+/// fingerprints within k: what both `dedup_fingerprints` and `verify_texts` build on.
+struct RowJoin {
+    /// (fingerprint, row), ascending.
+    rows: Vec<(u64, u32)>,
+    joined: Vec<simdex::index::Pair>,
+}
+
+impl RowJoin {
+    fn new(
+        fps: &[u64],
+        skip: Option<&[bool]>,
+        k: u32,
+        tmp: &std::path::Path,
+        mem_bytes: u64,
+    ) -> simdex::Result<RowJoin> {
+        let mut rows: Vec<(u64, u32)> = (0..fps.len())
+            .filter(|&r| !skip.is_some_and(|s| s[r]))
+            .map(|r| (fps[r], r as u32))
+            .collect();
+        rows.par_sort_unstable();
+        let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
+        distinct.dedup();
+        let joined =
+            simdex::index::self_join(&distinct, k, tmp, mem_bytes, &ProgressHandle::none())?;
+        Ok(RowJoin { rows, joined })
+    }
+
+    /// The rows holding `fp`.
+    fn group(&self, fp: u64) -> &[(u64, u32)] {
+        let a = self.rows.partition_point(|x| x.0 < fp);
+        let b = self.rows.partition_point(|x| x.0 <= fp);
+        &self.rows[a..b]
+    }
+
+    /// Every pair of rows within k, (row_a < row_b, distance), sorted. Quadratic in the size
+    /// of a group of equal fingerprints.
+    fn pairs(&self) -> Vec<(u32, u32, u32)> {
+        let mut out = Vec::new();
+        for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
+            for (x, a) in g.iter().enumerate() {
+                for b in &g[x + 1..] {
+                    out.push((a.1.min(b.1), a.1.max(b.1), 0));
+                }
+            }
+        }
+        for p in &self.joined {
+            for a in self.group(p.batch) {
+                for b in self.group(p.stored) {
+                    out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
+                }
+            }
+        }
+        out.par_sort_unstable();
+        out
+    }
+}
+
+/// Join the components of `a` and `b` (the root is the smaller row).
+fn union(parent: &mut [usize], a: usize, b: usize) {
+    let (ra, rb) = (find(parent, a), find(parent, b));
+    if ra != rb {
+        parent[ra.max(rb)] = ra.min(rb);
+    }
+}
+
 fn find(parent: &mut [usize], mut x: usize) -> usize {
     while parent[x] != x {
         parent[x] = parent[parent[x]];
@@ -323,58 +389,25 @@ pub fn dedup_fingerprints<'py>(
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let (clusters, pairs) = detached(py, threads, move || {
         let n = fps.len();
-        let live = |r: usize| !skip.is_some_and(|s| s[r]);
-        // Rows by fingerprint: equal fingerprints are one group.
-        let mut rows: Vec<(u64, usize)> =
-            (0..n).filter(|&r| live(r)).map(|r| (fps[r], r)).collect();
-        rows.par_sort_unstable();
-        let distinct: Vec<u64> = {
-            let mut d: Vec<u64> = rows.iter().map(|x| x.0).collect();
-            d.dedup();
-            d
-        };
-        let joined =
-            simdex::index::self_join(&distinct, k, &tmp, mem_bytes, &ProgressHandle::none())?;
-        let group = |fp: u64| {
-            let a = rows.partition_point(|x| x.0 < fp);
-            let b = rows.partition_point(|x| x.0 <= fp);
-            &rows[a..b]
-        };
+        let rj = RowJoin::new(fps, skip, k, &tmp, mem_bytes)?;
+        // Clusters without listing pairs: each group of equal fingerprints is one, and each
+        // joined pair links two groups.
         let mut parent: Vec<usize> = (0..n).collect();
-        let union = |a: usize, b: usize, parent: &mut Vec<usize>| {
-            let (ra, rb) = (find(parent, a), find(parent, b));
-            if ra != rb {
-                let (lo, hi) = (ra.min(rb), ra.max(rb));
-                parent[hi] = lo;
-            }
-        };
-        for w in rows.windows(2) {
+        for w in rj.rows.windows(2) {
             if w[0].0 == w[1].0 {
-                union(w[0].1, w[1].1, &mut parent);
+                union(&mut parent, w[0].1 as usize, w[1].1 as usize);
             }
         }
-        for p in &joined {
-            union(group(p.batch)[0].1, group(p.stored)[0].1, &mut parent);
+        for p in &rj.joined {
+            let (a, b) = (rj.group(p.batch)[0].1, rj.group(p.stored)[0].1);
+            union(&mut parent, a as usize, b as usize);
         }
         let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
         let pairs = return_pairs.then(|| {
-            let mut out: Vec<(i64, i64, u32)> = Vec::new();
-            for g in rows.chunk_by(|a, b| a.0 == b.0) {
-                for (x, a) in g.iter().enumerate() {
-                    for b in &g[x + 1..] {
-                        out.push((a.1.min(b.1) as i64, a.1.max(b.1) as i64, 0));
-                    }
-                }
-            }
-            for p in &joined {
-                for a in group(p.batch) {
-                    for b in group(p.stored) {
-                        out.push((a.1.min(b.1) as i64, a.1.max(b.1) as i64, p.distance));
-                    }
-                }
-            }
-            out.par_sort_unstable();
-            out
+            rj.pairs()
+                .into_iter()
+                .map(|(a, b, d)| (a as i64, b as i64, d))
+                .collect::<Vec<_>>()
         });
         Ok((clusters, pairs))
     })?;
@@ -458,46 +491,13 @@ pub fn verify_texts<'py>(
             eval::verify_scan(fps, &sets, k, t).0
         } else {
             // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
-            let mut rows: Vec<(u64, u32)> = fps
-                .iter()
-                .enumerate()
-                .map(|(i, &f)| (f, i as u32))
-                .collect();
-            rows.par_sort_unstable();
-            let mut distinct: Vec<u64> = rows.iter().map(|r| r.0).collect();
-            distinct.dedup();
-            let joined =
-                simdex::index::self_join(&distinct, k, &tmp, mem_bytes, &ProgressHandle::none())?;
-            let group = |fp: u64| {
-                let a = rows.partition_point(|x| x.0 < fp);
-                let b = rows.partition_point(|x| x.0 <= fp);
-                &rows[a..b]
-            };
-            let mut cand: Vec<(u32, u32, u32)> = Vec::new();
-            for g in rows.chunk_by(|a, b| a.0 == b.0) {
-                for (x, a) in g.iter().enumerate() {
-                    for b in &g[x + 1..] {
-                        cand.push((a.1.min(b.1), a.1.max(b.1), 0));
-                    }
-                }
-            }
-            for p in &joined {
-                for a in group(p.batch) {
-                    for b in group(p.stored) {
-                        cand.push((a.1.min(b.1), a.1.max(b.1), p.distance));
-                    }
-                }
-            }
-            cand.par_sort_unstable();
+            let cand = RowJoin::new(fps, None, k, &tmp, mem_bytes)?.pairs();
             eval::verify(&sets, &cand, t)
         };
         let n = fps.len();
         let mut parent: Vec<usize> = (0..n).collect();
         for &(a, b, _, _) in &verified {
-            let (ra, rb) = (find(&mut parent, a as usize), find(&mut parent, b as usize));
-            if ra != rb {
-                parent[ra.max(rb)] = ra.min(rb);
-            }
+            union(&mut parent, a as usize, b as usize);
         }
         let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
         Ok((clusters, verified))
