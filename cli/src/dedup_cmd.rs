@@ -77,23 +77,28 @@ fn verify_by_scan(
     if !a.docs.quiet {
         eprintln!(
             "verified: {candidates} candidate pairs within k = {k} (all-pairs scan), {} with \
-             word 3-shingle Jaccard >= {t} ({:.2?} in all); {} documents{}{}",
+             word 3-shingle Jaccard >= {t} ({:.2?} in all); {} documents{}",
             verified.len(),
             started.elapsed(),
             fps.len() as u64 + featureless,
-            if featureless > 0 {
-                format!(", {featureless} without any word left out")
-            } else {
-                String::new()
-            },
-            if bad > 0 {
-                format!("; skipped {bad} bad lines")
-            } else {
-                String::new()
-            }
+            skipped_note(featureless, bad)
         );
     }
     Ok(())
+}
+
+/// The summary's tail: documents left out for having no word, and bad lines skipped.
+fn skipped_note(featureless: u64, bad: u64) -> String {
+    let mut note = String::new();
+    if featureless > 0 {
+        note.push_str(&format!(
+            "; {featureless} documents without any word left out"
+        ));
+    }
+    if bad > 0 {
+        note.push_str(&format!("; skipped {bad} bad lines"));
+    }
+    note
 }
 
 /// Write the output text to --out or standard output.
@@ -330,7 +335,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     }
     if !a.docs.quiet {
         eprintln!(
-            "{} documents, {} distinct fingerprints, {} pairs within k = {}{}{}",
+            "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",
             fps.len() as u64 + featureless,
             groups.len(),
             groups
@@ -342,16 +347,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                     .map(|p| (groups[&p.batch].len() * groups[&p.stored].len()) as u64)
                     .sum::<u64>(),
             k,
-            if featureless > 0 {
-                format!("; {featureless} documents without any word left out")
-            } else {
-                String::new()
-            },
-            if bad > 0 {
-                format!("; skipped {bad} bad lines")
-            } else {
-                String::new()
-            }
+            skipped_note(featureless, bad)
         );
     }
     Ok(())

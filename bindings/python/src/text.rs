@@ -34,17 +34,19 @@ fn hasher(shingle: usize, idf: Option<&PyIdf>) -> PyResult<Simhasher> {
     .map_err(to_py)
 }
 
+/// The text to hash: an HTML page's visible text, or the text itself.
+fn visible(text: &str, html: bool) -> std::borrow::Cow<'_, str> {
+    if html {
+        std::borrow::Cow::Owned(simdex::simhash::html::visible_text(text))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// One document's fingerprint, and whether it had no features at all (empty or punctuation
 /// only: its fingerprint 0 says nothing about similarity).
 fn hash_one(h: &Simhasher, text: &str, html: bool) -> (u64, bool) {
-    let plain;
-    let text = if html {
-        plain = simdex::simhash::html::visible_text(text);
-        plain.as_str()
-    } else {
-        text
-    };
-    let feats = h.features(text);
+    let feats = h.features(&visible(text, html));
     let empty = feats.is_empty();
     let fp = match &h.options().weights {
         None => simhash_weighted(feats),
@@ -219,14 +221,10 @@ impl PyIdf {
             let feats: Vec<Vec<u64>> = texts
                 .par_iter()
                 .map(|t| {
-                    let plain;
-                    let t = if html {
-                        plain = simdex::simhash::html::visible_text(t);
-                        plain.as_str()
-                    } else {
-                        t.as_str()
-                    };
-                    h.features(t).into_iter().map(|(f, _)| f).collect()
+                    h.features(&visible(t, html))
+                        .into_iter()
+                        .map(|(f, _)| f)
+                        .collect()
                 })
                 .collect();
             Ok(IdfTable::build(shingle, feats.iter().map(|v| &v[..])))
@@ -476,16 +474,7 @@ pub fn verify_texts<'py>(
     let (clusters, verified) = detached(py, threads, move || {
         let sets: Vec<Vec<u64>> = texts
             .par_iter()
-            .map(|x| {
-                let plain;
-                let x = if html {
-                    plain = simdex::simhash::html::visible_text(x);
-                    plain.as_str()
-                } else {
-                    x.as_str()
-                };
-                eval::shingle_set(x, eval::TRUTH_SHINGLE)
-            })
+            .map(|x| eval::shingle_set(&visible(x, html), eval::TRUTH_SHINGLE))
             .collect();
         let verified = if k > simdex::design::MAX_K {
             eval::verify_scan(fps, &sets, k, t).0
