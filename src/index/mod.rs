@@ -8,6 +8,7 @@
 //! `table-NN.sxt` per design table.
 
 pub mod batch;
+pub mod bucket;
 pub mod build;
 internal_mod!(manifest);
 pub mod query;

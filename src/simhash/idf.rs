@@ -76,6 +76,27 @@ impl DfCounter {
         self.docs
     }
 
+    /// A counter from counts gathered elsewhere (a distributed count): `docs` documents, and
+    /// (feature hash, documents holding it) pairs, repeats summed.
+    pub fn from_counts(docs: u64, counts: impl IntoIterator<Item = (u64, u64)>) -> DfCounter {
+        let mut c = DfCounter {
+            df: HashMap::new(),
+            docs,
+        };
+        for (h, n) in counts {
+            let e = c.df.entry(h).or_insert(0);
+            *e = e.saturating_add(n);
+        }
+        c
+    }
+
+    /// (feature hash, documents holding it), ascending by hash: what to ship to a merge.
+    pub fn into_sorted(self) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self.df.into_iter().collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The weights, for features of `shingle` words.
     pub fn finish(self, shingle: usize) -> IdfTable {
         let n = self.docs;

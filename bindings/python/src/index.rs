@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany};
+use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, Shard};
 use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
@@ -159,20 +159,28 @@ impl PyIndex {
 
     /// Batch mode: every (batch fingerprint, stored fingerprint, distance) within k, sorted,
     /// each pair once; with `within=True` also the pairs inside the batch, as a second triple.
-    #[pyo3(signature = (fingerprints, k=None, *, within=false, threads=None))]
+    #[pyo3(signature = (fingerprints, k=None, *, within=false, shard=None, threads=None))]
     fn batch<'py>(
         &self,
         py: Python<'py>,
         fingerprints: &Bound<'py, PyAny>,
         k: Option<u32>,
         within: bool,
+        shard: Option<(u64, u64)>,
         threads: Option<usize>,
     ) -> PyResult<Py<PyAny>> {
         let arr = u64_array(fingerprints, "fingerprints")?;
         let qs = arr.as_slice()?;
         let k = self.k_or_design(k);
         let held = &self.held;
-        let opts = BatchOptions::default().with_k(k).with_within(within);
+        let shard = match shard {
+            None => Shard::all(),
+            Some((i, n)) => Shard::parse(&format!("{i}/{n}")).map_err(to_py)?,
+        };
+        let opts = BatchOptions::default()
+            .with_k(k)
+            .with_within(within)
+            .with_shard(shard);
         let r = detached(
             py,
             threads,

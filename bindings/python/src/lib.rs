@@ -9,10 +9,13 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod dedup;
 mod errors;
 mod index;
+mod join;
 mod store;
 mod text;
+mod texts;
 
 /// The compiled module.
 #[pymodule]
@@ -22,8 +25,13 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyIdf>()?;
     m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(text::hash_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(text::dedup_fingerprints, m)?)?;
-    m.add_function(wrap_pyfunction!(text::verify_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(text::doc_freqs, m)?)?;
+    m.add_function(wrap_pyfunction!(dedup::dedup_fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(dedup::verify_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(join::join_design, m)?)?;
+    m.add_function(wrap_pyfunction!(join::bucket_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(join::bucket_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(join::components, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

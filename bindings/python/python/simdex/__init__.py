@@ -58,6 +58,23 @@ def _arrow_chunks(texts: Any) -> list[Any] | None:
     return chunks
 
 
+def _arrow_spec(c: Any) -> tuple[int, int, int, int, int, int, bool]:
+    """The buffers of one Arrow string array, as the compiled module reads them in place (the
+    caller keeps ``c`` alive for the call)."""
+    import pyarrow as pa
+
+    validity, offsets, data = c.buffers()[:3]
+    return (
+        offsets.address,
+        data.address if data is not None else 0,
+        data.size if data is not None else 0,
+        validity.address if validity is not None else 0,
+        c.offset,
+        len(c),
+        pa.types.is_large_string(c.type),
+    )
+
+
 def _hash(
     texts: Any, shingle: int, idf: Idf | None, html: bool, threads: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -68,23 +85,7 @@ def _hash(
         if isinstance(texts, (str, bytes)):
             raise TypeError("texts must be a sequence of str, not a single string")
         return _simdex.hash_texts(list(texts), **kw)
-    import pyarrow as pa
-
-    parts = []
-    for c in chunks:
-        validity, offsets, data = c.buffers()[:3]
-        parts.append(
-            _simdex.hash_arrow(
-                offsets.address,
-                data.address if data is not None else 0,
-                data.size if data is not None else 0,
-                validity.address if validity is not None else 0,
-                c.offset,
-                len(c),
-                pa.types.is_large_string(c.type),
-                **kw,
-            )
-        )
+    parts = [_simdex.hash_arrow(_arrow_spec(c), **kw) for c in chunks]
     if not parts:
         return np.zeros(0, np.uint64), np.zeros(0, bool)
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])

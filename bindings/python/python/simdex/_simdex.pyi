@@ -10,6 +10,8 @@ _Path = str | PathLike[str]
 _U64 = npt.NDArray[np.uint64]
 _U32 = npt.NDArray[np.uint32]
 _I64 = npt.NDArray[np.int64]
+# (offsets address, data address, data length, validity address or 0, offset, length, large)
+_ArrowSpec = tuple[int, int, int, int, int, int, bool]
 
 __version__: str
 
@@ -21,6 +23,16 @@ class Idf:
         texts: list[str], *, shingle: int = 2, html: bool = False, threads: int | None = None
     ) -> Idf:
         """Learn weights from texts (each document's distinct shingles)."""
+    @staticmethod
+    def from_counts(features: _U64, counts: _U64, docs: int, *, shingle: int = 2) -> Idf:
+        """Weights from document frequencies counted elsewhere (per feature, summed over
+        partitions: see :func:`simdex.distributed.doc_freqs`); equal to :meth:`learn` on the
+        whole corpus."""
+    @staticmethod
+    def from_text(text: str) -> Idf:
+        """A table from its text form (:meth:`to_text`)."""
+    def to_text(self) -> str:
+        """The text form :meth:`save` writes. Tables also pickle (e.g. to Spark executors)."""
     @staticmethod
     def load(path: _Path) -> Idf:
         """Read a table written by :meth:`save` or ``simdex idf --out``."""
@@ -72,6 +84,7 @@ class Index:
         k: int | None = None,
         *,
         within: Literal[False] = False,
+        shard: tuple[int, int] | None = None,
         threads: int | None = None,
     ) -> tuple[_U64, _U64, _U32]: ...
     @overload
@@ -81,6 +94,7 @@ class Index:
         k: int | None = None,
         *,
         within: Literal[True],
+        shard: tuple[int, int] | None = None,
         threads: int | None = None,
     ) -> tuple[tuple[_U64, _U64, _U32], tuple[_U64, _U64, _U32]]: ...
     def __len__(self) -> int: ...
@@ -166,19 +180,27 @@ def hash_texts(
     threads: int | None = None,
 ) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
 def hash_arrow(
-    offsets_addr: int,
-    data_addr: int,
-    data_len: int,
-    validity_addr: int,
-    offset: int,
-    length: int,
-    large: bool,
+    arrow: _ArrowSpec,
     *,
     shingle: int = 2,
     idf: Idf | None = None,
     html: bool = False,
     threads: int | None = None,
 ) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
+def doc_freqs(
+    texts: list[str] | None = None,
+    arrow: _ArrowSpec | None = None,
+    *,
+    shingle: int = 2,
+    html: bool = False,
+    threads: int | None = None,
+) -> tuple[_U64, _U64, int]: ...
+def join_design(n: int, k: int, name: str | None = None) -> tuple[str, int]: ...
+def bucket_keys(fingerprints: _U64, design: str, k: int, table: int) -> _U64: ...
+def bucket_pairs(
+    fingerprints: _U64, design: str, k: int, table: int
+) -> tuple[_U32, _U32, _U32]: ...
+def components(a: _U64, b: _U64) -> tuple[_U64, _U64]: ...
 def dedup_fingerprints(
     fingerprints: _U64,
     k: int,

@@ -1,0 +1,507 @@
+"""Near-duplicate dedup on Apache Spark: documents in, clusters out, the paper's tables as one
+shuffle.
+
+The job, stage by stage (each named in Spark's UI as ``simdex: ...``):
+
+1. **read**: a DataFrame with an id column and a text column (or a fingerprint column). Rows whose
+   id or text is null, or that Spark's JSON reader could not parse, are *bad*: reported in
+   ``bad`` with a reason, counted, and left out, as ``simdex dedup`` skips bad lines.
+2. **idf** (texts, ``weights="auto"``): every partition counts its documents' distinct shingles
+   (:func:`simdex.distributed.doc_freqs`), the counts are summed per shingle, and the table is
+   broadcast: the same weights ``simdex dedup`` learns in its first pass.
+3. **hash**: ``mapInArrow`` hashes each Arrow batch of texts in place (no per-row Python).
+   Texts without any word take no part (counted), as in ``simdex dedup``.
+4. **join**: each distinct fingerprint goes out once per table of a radius-0 design, keyed by its
+   bucket (permuted prefix); after the shuffle each partition lists its buckets' pairs within k
+   with the engine's own code, each pair once (the first covering table).
+5. **components**: union-find on the driver when the pairs fit (``driver_edge_limit``), else the
+   alternating large-star / small-star algorithm in Spark (Kiveris et al., 2014).
+6. **output**: every good row with ``id, cluster_id, cluster_size, keep``. The kept row of a
+   cluster is its first in input order (the row position Spark reads it at:
+   ``monotonically_increasing_id``, file by file, line by line); ``cluster_id`` is the kept
+   row's id, so ``keep`` is ``id == cluster_id`` for unique ids. Optionally the pairs
+   ``id_a, id_b, distance`` (``id_a`` first in input order), as ``simdex dedup`` prints them.
+
+:func:`batch_against` checks a new batch against a stored index by the shard mechanism of
+``simdex batch --shard``. Run ``python -m simdex.spark --help`` for the command-line job.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import Idf, Index, InvalidArgument, _hash
+from . import distributed as dist
+
+__all__ = ["DedupResult", "dedup", "batch_against", "read_corpus"]
+
+# Rows of one partition the join stage holds at once (16 bytes each): the partition count is
+# chosen so that no partition's share of the shuffle exceeds it.
+_ROWS_PER_JOIN_PARTITION = 4_000_000
+# Rounds of large-star / small-star before giving up (it converges in O(log² n) rounds).
+_MAX_STAR_ROUNDS = 100
+
+
+@dataclass
+class DedupResult:
+    """What :func:`dedup` produced. DataFrames are lazy until written or collected, except that
+    the pairs and labels behind them are computed (and cached) by :func:`dedup` itself."""
+
+    docs: Any
+    """Every good row: ``id, cluster_id, cluster_size, keep``."""
+    pairs: Any
+    """``id_a, id_b, distance`` for every near-duplicate pair (None unless ``pairs=True``)."""
+    bad: Any
+    """Rows left out: ``id, reason``."""
+    stats: dict[str, Any] = field(default_factory=dict)
+    """Counts: documents, bad, featureless, distinct fingerprints, the design, pairs (of rows),
+    fingerprint pairs, clusters (2+ rows), removed, and the component method used."""
+
+    def write(self, out: str, *, mode: str = "error") -> None:
+        """Write ``out/docs`` (Parquet), ``out/pairs`` (Parquet, if computed), ``out/remove``
+        (text: one id per line, the rows ``keep`` is false for) and ``out/bad`` (Parquet)."""
+        from pyspark.sql import functions as F
+
+        sc = self.docs.sparkSession.sparkContext
+        sc.setJobDescription("simdex: write")
+        self.docs.write.mode(mode).parquet(f"{out}/docs")
+        if self.pairs is not None:
+            self.pairs.write.mode(mode).parquet(f"{out}/pairs")
+        removed = self.docs.where(~F.col("keep")).select(F.col("id").cast("string"))
+        removed.write.mode(mode).text(f"{out}/remove")
+        self.bad.write.mode(mode).parquet(f"{out}/bad")
+        sc.setJobDescription(None)
+
+
+def read_corpus(spark: Any, path: str, *, format: str | None = None, id_column: str = "id",
+                text_column: str | None = "text", fingerprint_column: str | None = None) -> Any:
+    """Read Parquet or JSON Lines (by ``format``, or by the path's suffix: ``.parquet`` /
+    ``.jsonl`` / ``.json``). JSON Lines are read with a fixed schema (every named column as a
+    string, numbers kept as their JSON text) and a ``_corrupt_record`` column that
+    :func:`dedup` reports as bad rows ("not JSON")."""
+    from pyspark.sql import types as T
+
+    fmt = format or ("parquet" if path.rstrip("/").endswith(".parquet") else "json")
+    if fmt == "parquet":
+        return spark.read.parquet(path)
+    if fmt not in ("json", "jsonl"):
+        raise InvalidArgument(f"format must be parquet or jsonl, not {fmt!r}")
+    cols = [c for c in (id_column, text_column, fingerprint_column) if c]
+    schema = T.StructType(
+        [T.StructField(c, T.StringType()) for c in cols]
+        + [T.StructField("_corrupt_record", T.StringType())]
+    )
+    return (
+        spark.read.schema(schema)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt_record")
+        .json(path)
+    )
+
+
+def _fp_column(col: Any, dtype: Any) -> Any:
+    """A fingerprint column as a signed 64-bit long (the bits of the unsigned fingerprint): long
+    and int columns as they are, strings as 16 hex digits (null if malformed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType)):
+        return col.cast("long")
+    if isinstance(dtype, T.StringType):
+        s = F.lower(F.regexp_replace(F.trim(col), "^0x", ""))
+        ok = s.rlike("^[0-9a-f]{1,16}$")
+        # conv() gives an unsigned decimal string; through decimal(20,0) to the long's bits.
+        dec = F.conv(s, 16, 10).cast("decimal(20,0)")
+        signed = F.when(dec >= F.lit(2**63), dec - F.lit(2**64)).otherwise(dec).cast("long")
+        return F.when(ok, signed)
+    raise InvalidArgument(
+        f"fingerprint column has type {dtype.simpleString()}: give a long or a hex string"
+    )
+
+
+def _name_stage(spark: Any, what: str) -> None:
+    spark.sparkContext.setJobDescription(f"simdex: {what}")
+
+
+def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool, docs: int) -> Idf:
+    """IDF weights by a distributed count: each partition's document frequencies, summed per
+    shingle; only shingles in 2+ documents travel to the driver (the rest weigh the default)."""
+    from pyspark.sql import functions as F
+
+    import pyarrow as pa
+
+    def count(batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            f, c, _ = dist.doc_freqs(b.column(0), shingle=shingle, html=html, threads=1)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(f.view(np.int64)), pa.array(c.view(np.int64))], ["feature", "count"]
+            )
+
+    _name_stage(spark, "idf (distributed document-frequency count)")
+    common = (
+        texts.mapInArrow(count, "feature long, count long")
+        .groupBy("feature")
+        .agg(F.sum("count").alias("df"))
+        .where(F.col("df") > 1)
+    )
+    table = common.toArrow()
+    feats = table.column("feature").to_numpy().astype(np.int64).view(np.uint64)
+    counts = table.column("df").to_numpy().astype(np.int64).view(np.uint64)
+    return Idf.from_counts(np.ascontiguousarray(feats), np.ascontiguousarray(counts), docs,
+                           shingle=shingle)
+
+
+def _hash_rows(rows: Any, shingle: int, idf_bc: Any, html: bool) -> Any:
+    """(row, fp, empty) for every (row, text) row, hashed on the executors a batch at a time."""
+    import pyarrow as pa
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        idf = idf_bc.value if idf_bc is not None else None
+        for b in batches:
+            fps, empty = _hash(b.column(1), shingle, idf, html, 1)
+            yield pa.RecordBatch.from_arrays(
+                [b.column(0), pa.array(fps.view(np.int64)), pa.array(empty)],
+                ["row", "fp", "empty"],
+            )
+
+    return rows.mapInArrow(run, "row long, fp long, empty boolean")
+
+
+def _join(spark: Any, distinct: Any, design: str, tables: int, k: int, parts: int) -> Any:
+    """Pairs (a, b, distance) of distinct fingerprints within k: one shuffle of every
+    fingerprint once per table, keyed by (table, bucket); each pair once."""
+    import pyarrow as pa
+
+    def explode(batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            fps = np.ascontiguousarray(b.column(0).to_numpy().view(np.uint64))
+            for t in range(tables):
+                keys = dist.bucket_keys(fps, design, k, t)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.full(len(fps), t, np.int32)), pa.array(keys.view(np.int64)),
+                     pa.array(fps.view(np.int64))],
+                    ["t", "bucket", "fp"],
+                )
+
+    def pairs(batches: Iterator[Any]) -> Iterator[Any]:
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        t_all = np.concatenate([b.column(0).to_numpy() for b in got])
+        fp_all = np.concatenate([b.column(2).to_numpy() for b in got]).view(np.uint64)
+        for t in np.unique(t_all):
+            fps = np.ascontiguousarray(fp_all[t_all == t])
+            i, j, d = dist.bucket_pairs(fps, design, k, int(t))
+            if len(i):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(fps[i].view(np.int64)), pa.array(fps[j].view(np.int64)),
+                     pa.array(d.astype(np.int32))],
+                    ["a", "b", "distance"],
+                )
+
+    keyed = distinct.select("fp").mapInArrow(explode, "t int, bucket long, fp long")
+    return keyed.repartition(parts, "t", "bucket").mapInArrow(
+        pairs, "a long, b long, distance int"
+    )
+
+
+def _driver_components(spark: Any, edges: Any) -> Any:
+    """(node, root) for every node of the edges, by union-find on the driver."""
+    import pyarrow as pa
+
+    table = edges.select("a", "b").toArrow()
+    a = np.ascontiguousarray(table.column("a").to_numpy().view(np.uint64))
+    b = np.ascontiguousarray(table.column("b").to_numpy().view(np.uint64))
+    nodes, roots = dist.components(a, b)
+    labels = pa.table({"node": nodes.view(np.int64), "root": roots.view(np.int64)})
+    return spark.createDataFrame(labels)
+
+
+def _spark_components(spark: Any, edges: Any) -> tuple[Any, int]:
+    """(node, root) for every node of the edges by alternating large-star and small-star
+    (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii, SoCC 2014), and the rounds taken.
+    Stops when the edges form stars: every child has one parent, and no parent is a child."""
+    from pyspark.sql import functions as F
+
+    e = edges.select(F.col("a").alias("u"), F.col("b").alias("v")).where("u != v")
+    for rounds in range(1, _MAX_STAR_ROUNDS + 1):
+        # Large-star: link every larger neighbour of u to the least of u's neighbourhood.
+        both = e.union(e.select(F.col("v").alias("u"), F.col("u").alias("v"))).distinct()
+        m = both.groupBy("u").agg(F.least(F.min("v"), F.first("u")).alias("m"))
+        e = both.where("v > u").join(m, "u").select(F.col("v").alias("u"), F.col("m").alias("v"))
+        # Small-star: link u and its smaller neighbours to the least of them.
+        hl = e.select(F.greatest("u", "v").alias("hi"), F.least("u", "v").alias("lo")).distinct()
+        m = hl.groupBy("hi").agg(F.min("lo").alias("m"))
+        e = (
+            hl.join(m, "hi").select(F.col("lo").alias("u"), F.col("m").alias("v"))
+            .union(m.select(F.col("hi").alias("u"), F.col("m").alias("v")))
+            .where("u != v").distinct()
+        ).localCheckpoint(eager=True)
+        multi = e.groupBy("u").count().where("count > 1").limit(1).count()
+        chained = e.select(F.col("v").alias("u")).join(e.select("u"), "u", "left_semi").limit(1)
+        if multi == 0 and chained.count() == 0:
+            roots = e.select(F.col("v").alias("node"), F.col("v").alias("root")).distinct()
+            return e.select(F.col("u").alias("node"), F.col("v").alias("root")).union(roots), rounds
+    raise RuntimeError(f"connected components did not converge in {_MAX_STAR_ROUNDS} rounds")
+
+
+def dedup(
+    df: Any,
+    *,
+    id_column: str = "id",
+    text_column: str | None = "text",
+    fingerprint_column: str | None = None,
+    k: int = 3,
+    shingle: int = 2,
+    weights: str = "auto",
+    idf: Idf | None = None,
+    html: bool = False,
+    design: str | None = None,
+    partitions: int | None = None,
+    pairs: bool = False,
+    components: str = "auto",
+    driver_edge_limit: int = 20_000_000,
+) -> DedupResult:
+    """Cluster the near-duplicates of a DataFrame of documents (see the module docs).
+
+    Give ``text_column`` (hashed on the executors; ``weights="auto"`` learns IDF weights from
+    the corpus by a distributed count, ``"count"`` uses counts, ``idf=`` a table of your own) or
+    ``fingerprint_column`` (longs, or hex strings). ``k`` in 0..=7. ``design`` overrides the join
+    design (radius 0 only; default :func:`simdex.distributed.join_design` of the distinct
+    fingerprints). ``partitions`` sets the join's shuffle partitions. ``components`` is
+    ``"auto"`` (driver when at most ``driver_edge_limit`` fingerprint pairs), ``"driver"`` or
+    ``"spark"``. ``pairs=True`` also lists every pair of rows.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    spark = df.sparkSession
+    if not 0 <= k <= 7:
+        raise InvalidArgument(f"k = {k} is not in 0..=7")
+    if components not in ("auto", "driver", "spark"):
+        raise InvalidArgument(f"components must be auto, driver or spark, not {components!r}")
+    if weights not in ("auto", "count", "idf"):
+        raise InvalidArgument(f"weights must be auto, count or idf, not {weights!r}")
+    if (text_column is None) == (fingerprint_column is None):
+        raise InvalidArgument("give exactly one of text_column and fingerprint_column")
+    for c in (id_column, text_column or fingerprint_column):
+        if c not in df.columns:
+            raise InvalidArgument(f"no column {c!r} in the input (columns: {df.columns})")
+    src = text_column or fingerprint_column
+    if text_column is not None and df.schema[text_column].dataType.simpleString() != "string":
+        raise InvalidArgument(
+            f"text column {text_column!r} has type {df.schema[text_column].dataType.simpleString()},"
+            " not string"
+        )
+
+    # 1. Rows in input order, and the bad ones with their reason.
+    rows = df.withColumn("row", F.monotonically_increasing_id())
+    # (condition, reason) in order; a row's reason is the first that holds.
+    checks = []
+    if "_corrupt_record" in df.columns:
+        checks.append((F.col("_corrupt_record").isNotNull(), "not JSON"))
+    checks.append((F.col(id_column).isNull(), f"no {id_column!r}"))
+    if fingerprint_column is not None:
+        fp = _fp_column(F.col(fingerprint_column), df.schema[fingerprint_column].dataType)
+        rows = rows.withColumn("fp_in", fp)
+        checks.append((F.col(src).isNull(), f"no {src!r}"))
+        checks.append((F.col("fp_in").isNull(), f"{src!r} is not a 64-bit fingerprint"))
+    else:
+        checks.append((F.col(src).isNull(), f"no {src!r} string"))
+    reason = F.coalesce(*[F.when(c, F.lit(m)) for c, m in checks])
+    rows = rows.withColumn("bad_reason", reason)
+    bad = rows.where(F.col("bad_reason").isNotNull()).select(
+        F.col(id_column).alias("id"), F.col("bad_reason").alias("reason")
+    )
+    good = rows.where(F.col("bad_reason").isNull())
+    ids = good.select("row", F.col(id_column).alias("id"))
+
+    # 2-3. Fingerprints on the executors (IDF first, when asked), kept for the later stages.
+    if text_column is not None:
+        texts = good.select("row", F.col(text_column).alias("text"))
+        table = idf
+        if table is None and weights in ("auto", "idf"):
+            _name_stage(spark, "count documents")
+            docs = good.count()
+            table = _learn_idf(spark, texts.select("text"), shingle, html, docs)
+        idf_bc = spark.sparkContext.broadcast(table) if table is not None else None
+        _name_stage(spark, "hash (mapInArrow)")
+        hashed = _hash_rows(texts, shingle, idf_bc, html)
+    else:
+        hashed = good.select("row", F.col("fp_in").alias("fp"), F.lit(False).alias("empty"))
+    hashed = hashed.persist(StorageLevel.MEMORY_AND_DISK)
+    _name_stage(spark, "hash: count")
+    counts = hashed.agg(F.count("*").alias("n"), F.sum(F.col("empty").cast("long")).alias("e"))
+    c = counts.collect()[0]
+    n_good, featureless = int(c["n"]), int(c["e"] or 0)
+    _name_stage(spark, "count bad rows")
+    n_bad = bad.count()
+
+    # 4. Distinct fingerprints, joined by buckets.
+    live = hashed.where(~F.col("empty")).select("row", "fp")
+    groups = live.groupBy("fp").agg(F.count("*").alias("copies")).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    _name_stage(spark, "distinct fingerprints")
+    n_distinct = groups.count()
+    design_name, tables = dist.join_design(max(n_distinct, 1), k, design)
+    parts = partitions or max(
+        spark.sparkContext.defaultParallelism,
+        math.ceil(n_distinct * tables / _ROWS_PER_JOIN_PARTITION),
+    )
+    _name_stage(spark, f"join: {tables} tables of design {design_name}, bucket shuffle")
+    fp_pairs = _join(spark, groups, design_name, tables, k, parts).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    n_fp_pairs = fp_pairs.count()
+
+    # 5. Clusters: components over distinct fingerprints, then rows by their fingerprint.
+    use_driver = components == "driver" or (
+        components == "auto" and n_fp_pairs <= driver_edge_limit
+    )
+    _name_stage(spark, "components (" + ("driver union-find" if use_driver else "large/small-star") + ")")
+    rounds = 0
+    if use_driver:
+        labels = _driver_components(spark, fp_pairs)
+    else:
+        labels, rounds = _spark_components(spark, fp_pairs)
+    labelled = (
+        hashed.join(labels.withColumnRenamed("node", "fp"), "fp", "left")
+        .select(
+            "row",
+            "empty",
+            # A featureless row is its own cluster: keyed by its row, apart from fingerprints.
+            F.when(F.col("empty"), F.col("row")).otherwise(F.coalesce("root", "fp")).alias("ckey"),
+        )
+    )
+    clusters = labelled.groupBy("empty", "ckey").agg(
+        F.min("row").alias("keep_row"), F.count("*").alias("cluster_size")
+    )
+    keep_ids = ids.select(F.col("row").alias("keep_row"), F.col("id").alias("cluster_id"))
+    docs_out = (
+        labelled.join(clusters, ["empty", "ckey"])
+        .join(ids, "row")
+        .join(keep_ids, "keep_row")
+        .select(
+            "row",
+            "id",
+            "cluster_id",
+            "cluster_size",
+            (F.col("row") == F.col("keep_row")).alias("keep"),
+        )
+        .orderBy("row")
+        .drop("row")
+    )
+
+    pairs_out = None
+    if pairs:
+        g1 = live.select(F.col("fp").alias("a"), F.col("row").alias("ra"))
+        g2 = live.select(F.col("fp").alias("b"), F.col("row").alias("rb"))
+        within = (
+            g1.join(g2, g1.a == g2.b).where("ra < rb").select("ra", "rb", F.lit(0).alias("distance"))
+        )
+        across = fp_pairs.join(g1, "a").join(g2, "b").select(
+            F.least("ra", "rb").alias("ra"), F.greatest("ra", "rb").alias("rb"), "distance"
+        )
+        ida = ids.select(F.col("row").alias("ra"), F.col("id").alias("id_a"))
+        idb = ids.select(F.col("row").alias("rb"), F.col("id").alias("id_b"))
+        pairs_out = (
+            within.union(across).join(ida, "ra").join(idb, "rb")
+            .orderBy("ra", "rb").select("id_a", "id_b", "distance")
+        )
+
+    _name_stage(spark, "cluster sizes")
+    sizes = clusters.where("cluster_size > 1").agg(
+        F.count("*").alias("clusters"), F.sum(F.col("cluster_size") - 1).alias("removed")
+    ).collect()[0]
+    row_pairs = groups.agg(F.sum(F.col("copies") * (F.col("copies") - 1) / 2)).collect()[0][0] or 0
+    ga = groups.select(F.col("fp").alias("a"), F.col("copies").alias("ca"))
+    gb = groups.select(F.col("fp").alias("b"), F.col("copies").alias("cb"))
+    cross = fp_pairs.join(ga, "a").join(gb, "b").agg(F.sum(F.col("ca") * F.col("cb"))).collect()[0][0]
+    spark.sparkContext.setJobDescription(None)
+    stats = {
+        "documents": n_good + n_bad,
+        "bad": n_bad,
+        "featureless": featureless,
+        "distinct": n_distinct,
+        "design": design_name,
+        "tables": tables,
+        "join_partitions": parts,
+        "fingerprint_pairs": n_fp_pairs,
+        "pairs": int(row_pairs) + int(cross or 0),
+        "clusters": int(sizes["clusters"]),
+        "removed": int(sizes["removed"] or 0),
+        "components": "driver" if use_driver else f"spark ({rounds} rounds)",
+    }
+    return DedupResult(docs=docs_out, pairs=pairs_out, bad=bad, stats=stats)
+
+
+def batch_against(
+    df: Any,
+    index: str,
+    *,
+    id_column: str = "id",
+    text_column: str | None = "text",
+    fingerprint_column: str | None = None,
+    k: int | None = None,
+    shingle: int = 2,
+    idf: Idf | None = None,
+    html: bool = False,
+    shards: int | None = None,
+) -> Any:
+    """Pairs of a new batch (a DataFrame of documents or fingerprints) against a stored index:
+    ``id, fingerprint, stored, distance`` (fingerprints as longs), each pair once.
+
+    The batch is hashed on the executors (count weights, or ``idf=`` the table the index was
+    hashed with), its distinct fingerprints broadcast, and ``shards`` tasks each scan one slice of
+    every stored table, as ``simdex batch --shard i/N`` does; the index directory must be
+    readable at the same path on every worker (a shared file system)."""
+    from pyspark.sql import functions as F
+
+    import pyarrow as pa
+
+    spark = df.sparkSession
+    sc = spark.sparkContext
+    if (text_column is None) == (fingerprint_column is None):
+        raise InvalidArgument("give exactly one of text_column and fingerprint_column")
+    Index.open(index)  # fail early, on the driver, with the engine's message
+    rows = df.withColumn("row", F.monotonically_increasing_id())
+    if text_column is not None:
+        good = rows.where(F.col(id_column).isNotNull() & F.col(text_column).isNotNull())
+        idf_bc = sc.broadcast(idf) if idf is not None else None
+        hashed = _hash_rows(good.select("row", text_column), shingle, idf_bc, html)
+        hashed = hashed.where(~F.col("empty")).join(good.select("row", id_column), "row")
+    else:
+        fp = _fp_column(F.col(fingerprint_column), df.schema[fingerprint_column].dataType)
+        hashed = rows.select("row", id_column, fp.alias("fp")).where(
+            F.col("fp").isNotNull() & F.col(id_column).isNotNull()
+        )
+    _name_stage(spark, "batch: distinct fingerprints to the driver")
+    batch = hashed.select("fp").distinct().toArrow().column("fp").to_numpy()
+    batch = np.ascontiguousarray(np.sort(batch.astype(np.int64).view(np.uint64)))
+    bc = sc.broadcast(batch)
+    n = shards or sc.defaultParallelism
+
+    def scan(batches: Iterator[Any]) -> Iterator[Any]:
+        idx = Index.open(index)
+        for b in batches:
+            for s in b.column(0).to_numpy():
+                bf, st, d = idx.batch(bc.value, k, shard=(int(s), n), threads=1)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(bf.view(np.int64)), pa.array(st.view(np.int64)),
+                     pa.array(d.astype(np.int32))],
+                    ["fp", "stored", "distance"],
+                )
+
+    _name_stage(spark, f"batch: {n} shards of every stored table")
+    found = (
+        spark.range(n).repartition(n).mapInArrow(scan, "fp long, stored long, distance int")
+    )
+    out = found.join(hashed.select(F.col(id_column).alias("id"), "fp", "row"), "fp")
+    return out.orderBy("row", "stored").select(
+        "id", F.col("fp").alias("fingerprint"), "stored", "distance"
+    )

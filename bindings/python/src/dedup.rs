@@ -1,0 +1,247 @@
+//! A corpus to clusters: `dedup` on fingerprints and `dedup(verify=T)` on texts.
+
+use std::path::PathBuf;
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use simdex::ProgressHandle;
+
+use crate::arrays::{out, u64_array};
+use crate::errors::{detached, invalid};
+use crate::texts::visible;
+
+/// Rows grouped by fingerprint (skipped rows left out) and the index self-join of the distinct
+/// fingerprints within k: what both `dedup_fingerprints` and `verify_texts` build on.
+struct RowJoin {
+    /// (fingerprint, row), ascending.
+    rows: Vec<(u64, u32)>,
+    joined: Vec<simdex::index::Pair>,
+}
+
+impl RowJoin {
+    fn new(
+        fps: &[u64],
+        skip: Option<&[bool]>,
+        k: u32,
+        tmp: &std::path::Path,
+        mem_bytes: u64,
+    ) -> simdex::Result<RowJoin> {
+        let mut rows: Vec<(u64, u32)> = (0..fps.len())
+            .filter(|&r| !skip.is_some_and(|s| s[r]))
+            .map(|r| (fps[r], r as u32))
+            .collect();
+        rows.par_sort_unstable();
+        let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
+        distinct.dedup();
+        let joined =
+            simdex::index::self_join(&distinct, k, tmp, mem_bytes, &ProgressHandle::none())?;
+        Ok(RowJoin { rows, joined })
+    }
+
+    /// The rows holding `fp`.
+    fn group(&self, fp: u64) -> &[(u64, u32)] {
+        let a = self.rows.partition_point(|x| x.0 < fp);
+        let b = self.rows.partition_point(|x| x.0 <= fp);
+        &self.rows[a..b]
+    }
+
+    /// Every pair of rows within k, (row_a < row_b, distance), sorted. Quadratic in the size
+    /// of a group of equal fingerprints.
+    fn pairs(&self) -> Vec<(u32, u32, u32)> {
+        let mut out = Vec::new();
+        for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
+            for (x, a) in g.iter().enumerate() {
+                for b in &g[x + 1..] {
+                    out.push((a.1.min(b.1), a.1.max(b.1), 0));
+                }
+            }
+        }
+        for p in &self.joined {
+            for a in self.group(p.batch) {
+                for b in self.group(p.stored) {
+                    out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
+                }
+            }
+        }
+        out.par_sort_unstable();
+        out
+    }
+}
+
+/// Join the components of `a` and `b` (the root is the smaller row).
+fn union(parent: &mut [usize], a: usize, b: usize) {
+    let (ra, rb) = (find(parent, a), find(parent, b));
+    if ra != rb {
+        parent[ra.max(rb)] = ra.min(rb);
+    }
+}
+
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
+}
+
+/// Row pairs and cluster ids for fingerprints: internal, called by `simdex.dedup`.
+///
+/// Rows whose `skip` entry is true (documents without features) take part in nothing: each is
+/// its own cluster. Returns the cluster id of every row (the smallest row of its cluster) and,
+/// if `return_pairs`, every (row_a, row_b, distance) with row_a < row_b within k.
+#[pyfunction]
+#[pyo3(signature = (fingerprints, k, skip=None, *, return_pairs=false, mem_bytes=1<<30, tmp=None, threads=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn dedup_fingerprints<'py>(
+    py: Python<'py>,
+    fingerprints: &Bound<'py, PyAny>,
+    k: u32,
+    skip: Option<&Bound<'py, PyAny>>,
+    return_pairs: bool,
+    mem_bytes: u64,
+    tmp: Option<PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    Option<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<u32>>,
+    )>,
+)> {
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    let skip_arr = match skip {
+        Some(s) => Some(
+            s.extract::<numpy::PyReadonlyArray1<'py, bool>>()
+                .map_err(|_| invalid("skip must be a numpy bool array"))?,
+        ),
+        None => None,
+    };
+    let skip: Option<&[bool]> = match &skip_arr {
+        Some(a) => Some(a.as_slice()?),
+        None => None,
+    };
+    if skip.is_some_and(|s| s.len() != fps.len()) {
+        return Err(invalid("skip and fingerprints differ in length"));
+    }
+    let tmp = tmp.unwrap_or_else(std::env::temp_dir);
+    let (clusters, pairs) = detached(py, threads, move || {
+        let n = fps.len();
+        let rj = RowJoin::new(fps, skip, k, &tmp, mem_bytes)?;
+        // Clusters without listing pairs: each group of equal fingerprints is one, and each
+        // joined pair links two groups.
+        let mut parent: Vec<usize> = (0..n).collect();
+        for w in rj.rows.windows(2) {
+            if w[0].0 == w[1].0 {
+                union(&mut parent, w[0].1 as usize, w[1].1 as usize);
+            }
+        }
+        for p in &rj.joined {
+            let (a, b) = (rj.group(p.batch)[0].1, rj.group(p.stored)[0].1);
+            union(&mut parent, a as usize, b as usize);
+        }
+        let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
+        let pairs = return_pairs.then(|| {
+            rj.pairs()
+                .into_iter()
+                .map(|(a, b, d)| (a as i64, b as i64, d))
+                .collect::<Vec<_>>()
+        });
+        Ok((clusters, pairs))
+    })?;
+    let pairs = pairs.map(|v| {
+        let (mut a, mut b, mut d) = (Vec::new(), Vec::new(), Vec::new());
+        for (x, y, z) in v {
+            a.push(x);
+            b.push(y);
+            d.push(z);
+        }
+        (out(py, a), out(py, b), out(py, d))
+    });
+    Ok((out(py, clusters), pairs))
+}
+
+/// Verified near-duplicates of texts: internal, called by `simdex.dedup(..., verify=T)`.
+///
+/// Candidates are the rows whose `fingerprints` lie within `k` bits (the index self-join for
+/// k <= 7, the all-pairs scan above, for at most 500 000 rows); each is kept if the word
+/// 3-shingle sets of the two texts have Jaccard >= `t`. Returns the cluster of every row (the
+/// smallest row of its component of verified pairs) and the verified pairs (row_a, row_b,
+/// distance, jaccard).
+#[pyfunction]
+#[pyo3(signature = (texts, fingerprints, t, k, *, html=false, mem_bytes=1<<30, tmp=None, threads=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn verify_texts<'py>(
+    py: Python<'py>,
+    texts: Vec<String>,
+    fingerprints: &Bound<'py, PyAny>,
+    t: f64,
+    k: u32,
+    html: bool,
+    mem_bytes: u64,
+    tmp: Option<PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    (
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<u32>>,
+        Bound<'py, PyArray1<f64>>,
+    ),
+)> {
+    use simdex::simhash::eval;
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    if fps.len() != texts.len() {
+        return Err(invalid("texts and fingerprints differ in length"));
+    }
+    if !(t > 0.0 && t <= 1.0) {
+        return Err(invalid(format!("verify = {t} is not in (0, 1]")));
+    }
+    if k > 16 {
+        return Err(invalid(format!("candidate_k = {k} is not in 0..=16")));
+    }
+    const MAX_SCAN: usize = 500_000;
+    if k > simdex::design::MAX_K && fps.len() > MAX_SCAN {
+        return Err(invalid(format!(
+            "candidate_k = {k} scans all pairs of {} rows, over the budget of {MAX_SCAN}: use \
+             candidate_k <= 7",
+            fps.len()
+        )));
+    }
+    let tmp = tmp.unwrap_or_else(std::env::temp_dir);
+    let (clusters, verified) = detached(py, threads, move || {
+        let sets: Vec<Vec<u64>> = texts
+            .par_iter()
+            .map(|x| eval::shingle_set(&visible(x, html), eval::TRUTH_SHINGLE))
+            .collect();
+        let verified = if k > simdex::design::MAX_K {
+            eval::verify_scan(fps, &sets, k, t).0
+        } else {
+            // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
+            let cand = RowJoin::new(fps, None, k, &tmp, mem_bytes)?.pairs();
+            eval::verify(&sets, &cand, t)
+        };
+        let n = fps.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        for &(a, b, _, _) in &verified {
+            union(&mut parent, a as usize, b as usize);
+        }
+        let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
+        Ok((clusters, verified))
+    })?;
+    let (mut a, mut b, mut d, mut j) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (x, y, z, w) in verified {
+        a.push(x as i64);
+        b.push(y as i64);
+        d.push(z);
+        j.push(w);
+    }
+    Ok((
+        out(py, clusters),
+        (out(py, a), out(py, b), out(py, d), out(py, j)),
+    ))
+}

@@ -1,0 +1,130 @@
+//! The self-join cut into buckets, for `simdex.spark` (and any engine that shuffles): which
+//! design, each fingerprint's bucket per table, a bucket's pairs, and connected components.
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use simdex::Design;
+use simdex::index::bucket;
+
+use crate::arrays::{out, u64_array};
+use crate::errors::{detached, to_py};
+
+/// The name of the radius-0 design a distributed self-join of `n` fingerprints at distance `k`
+/// should use, and its number of tables; with `name`, that design (checked: radius 0).
+#[pyfunction]
+#[pyo3(signature = (n, k, name=None))]
+pub fn join_design(n: u64, k: u32, name: Option<&str>) -> PyResult<(String, usize)> {
+    let d = match name {
+        None => bucket::join_design(n, k).map_err(to_py)?,
+        Some(name) => {
+            let d = design(name, k)?;
+            bucket::bucket_key(&d, 0, 0).map_err(to_py)?;
+            d
+        }
+    };
+    Ok((d.name().to_string(), d.tables().len()))
+}
+
+fn design(name: &str, k: u32) -> PyResult<Design> {
+    Design::by_name(name, k).map_err(to_py)
+}
+
+/// The bucket (permuted prefix) of every fingerprint in table `table` of design `design`.
+#[pyfunction]
+#[pyo3(signature = (fingerprints, design, k, table))]
+pub fn bucket_keys<'py>(
+    py: Python<'py>,
+    fingerprints: &Bound<'py, PyAny>,
+    design: &str,
+    k: u32,
+    table: usize,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let d = self::design(design, k)?;
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    bucket::bucket_key(&d, table, 0).map_err(to_py)?;
+    let keys = detached(py, None, move || {
+        fps.iter().map(|&f| bucket::bucket_key(&d, table, f)).collect()
+    })?;
+    Ok(out(py, keys))
+}
+
+/// Pairs: (index a, index b, distance) arrays.
+type Pairs<'py> = (
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+);
+
+/// Table `table`'s share of the self-join of `fingerprints` (several buckets may be mixed):
+/// every (i, j, distance) within k, fingerprint i < fingerprint j, that no earlier table
+/// covers.
+#[pyfunction]
+#[pyo3(signature = (fingerprints, design, k, table))]
+pub fn bucket_pairs<'py>(
+    py: Python<'py>,
+    fingerprints: &Bound<'py, PyAny>,
+    design: &str,
+    k: u32,
+    table: usize,
+) -> PyResult<Pairs<'py>> {
+    let d = self::design(design, k)?;
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    let pairs = detached(py, None, move || bucket::bucket_pairs(&d, table, k, fps))?;
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, j, dist) in pairs {
+        a.push(i);
+        b.push(j);
+        c.push(dist);
+    }
+    Ok((out(py, a), out(py, b), out(py, c)))
+}
+
+/// (nodes, the root of each).
+type Labels<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+
+/// Connected components of the graph with edges `a[i] - b[i]` (any 64-bit node labels):
+/// (nodes ascending, the smallest node of each one's component).
+#[pyfunction]
+pub fn components<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+) -> PyResult<Labels<'py>> {
+    let (a, b) = (u64_array(a, "a")?, u64_array(b, "b")?);
+    let (a, b) = (a.as_slice()?, b.as_slice()?);
+    if a.len() != b.len() {
+        return Err(crate::errors::invalid(format!(
+            "a ({}) and b ({}) differ in length",
+            a.len(),
+            b.len()
+        )));
+    }
+    let (nodes, roots) = detached(py, None, move || {
+        let mut nodes: Vec<u64> = a.iter().chain(b).copied().collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let at = |x: u64| nodes.binary_search(&x).expect("every end is a node");
+        // Union-find over positions; the root is the smallest position, so the smallest node.
+        let mut parent: Vec<usize> = (0..nodes.len()).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        for (&x, &y) in a.iter().zip(b) {
+            let (rx, ry) = (find(&mut parent, at(x)), find(&mut parent, at(y)));
+            if rx != ry {
+                parent[rx.max(ry)] = rx.min(ry);
+            }
+        }
+        let roots: Vec<u64> = (0..nodes.len())
+            .map(|i| nodes[find(&mut parent, i)])
+            .collect();
+        Ok((nodes, roots))
+    })?;
+    Ok((out(py, nodes), out(py, roots)))
+}
