@@ -114,9 +114,11 @@ def _fp_column(col: Any, dtype: Any) -> Any:
     if isinstance(dtype, T.StringType):
         s = F.lower(F.regexp_replace(F.trim(col), "^0x", ""))
         ok = s.rlike("^[0-9a-f]{1,16}$")
-        # conv() gives an unsigned decimal string; through decimal(20,0) to the long's bits.
-        dec = F.conv(s, 16, 10).cast("decimal(20,0)")
-        signed = F.when(dec >= F.lit(2**63), dec - F.lit(2**64)).otherwise(dec).cast("long")
+        # Two 32-bit halves, so the top bit lands in the long's sign (conv() alone saturates).
+        s16 = F.lpad(s, 16, "0")
+        hi = F.conv(F.substring(s16, 1, 8), 16, 10).cast("long")
+        lo = F.conv(F.substring(s16, 9, 8), 16, 10).cast("long")
+        signed = F.shiftleft(hi, 32).bitwiseOR(lo)
         return F.when(ok, signed)
     raise InvalidArgument(
         f"fingerprint column has type {dtype.simpleString()}: give a long or a hex string"
@@ -127,48 +129,67 @@ def _name_stage(spark: Any, what: str) -> None:
     spark.sparkContext.setJobDescription(f"simdex: {what}")
 
 
-def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool, docs: int) -> Idf:
-    """IDF weights by a distributed count: each partition's document frequencies, summed per
-    shingle; only shingles in 2+ documents travel to the driver (the rest weigh the default)."""
+def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool) -> Idf:
+    """IDF weights by a distributed count: each batch's document frequencies, summed per
+    shingle (a null shingle carries the document count); only shingles in 2+ documents travel
+    to the driver (the rest weigh the default)."""
     from pyspark.sql import functions as F
 
     import pyarrow as pa
 
     def count(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:
-            f, c, _ = dist.doc_freqs(b.column(0), shingle=shingle, html=html, threads=1)
+            f, c, docs = dist.doc_freqs(b.column(0), shingle=shingle, html=html, threads=1)
             yield pa.RecordBatch.from_arrays(
-                [pa.array(f.view(np.int64)), pa.array(c.view(np.int64))], ["feature", "count"]
+                [pa.array(np.append(f.view(np.int64), 0), mask=np.arange(len(f) + 1) == len(f)),
+                 pa.array(np.append(c.view(np.int64), docs))],
+                ["feature", "count"],
             )
 
-    _name_stage(spark, "idf (distributed document-frequency count)")
+    _name_stage(spark, "idf: distributed document-frequency count")
     common = (
         texts.mapInArrow(count, "feature long, count long")
         .groupBy("feature")
         .agg(F.sum("count").alias("df"))
-        .where(F.col("df") > 1)
+        .where((F.col("df") > 1) | F.col("feature").isNull())
     )
     table = common.toArrow()
-    feats = table.column("feature").to_numpy().astype(np.int64).view(np.uint64)
-    counts = table.column("df").to_numpy().astype(np.int64).view(np.uint64)
+    feature, df = table.column("feature"), table.column("df").to_numpy()
+    is_docs = feature.is_null().to_numpy(zero_copy_only=False)
+    docs = int(df[is_docs].sum())
+    feats = feature.drop_null().to_numpy().astype(np.int64).view(np.uint64)
+    counts = df[~is_docs].astype(np.int64).view(np.uint64)
     return Idf.from_counts(np.ascontiguousarray(feats), np.ascontiguousarray(counts), docs,
                            shingle=shingle)
 
 
-def _hash_rows(rows: Any, shingle: int, idf_bc: Any, html: bool) -> Any:
-    """(row, fp, empty) for every (row, text) row, hashed on the executors a batch at a time."""
+def _hash_rows(rows: Any, id_type: Any, shingle: int, idf_bc: Any, html: bool) -> Any:
+    """(row, id, fp, empty, bad_reason) for every (row, id, text, bad_reason) row: the good
+    rows hashed on the executors a batch at a time, the bad ones passed through (fp null)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import types as T
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         idf = idf_bc.value if idf_bc is not None else None
         for b in batches:
-            fps, empty = _hash(b.column(1), shingle, idf, html, 1)
+            good = pc.is_null(b.column(3)).to_numpy(zero_copy_only=False)
+            texts = pc.if_else(pa.array(good), b.column(2), pa.scalar("", b.column(2).type))
+            fps, empty = _hash(texts, shingle, idf, html, 1)
             yield pa.RecordBatch.from_arrays(
-                [b.column(0), pa.array(fps.view(np.int64)), pa.array(empty)],
-                ["row", "fp", "empty"],
+                [b.column(0), b.column(1), pa.array(fps.view(np.int64), mask=~good),
+                 pa.array(empty & good), b.column(3)],
+                ["row", "id", "fp", "empty", "bad_reason"],
             )
 
-    return rows.mapInArrow(run, "row long, fp long, empty boolean")
+    schema = T.StructType([
+        T.StructField("row", T.LongType()),
+        T.StructField("id", id_type),
+        T.StructField("fp", T.LongType()),
+        T.StructField("empty", T.BooleanType()),
+        T.StructField("bad_reason", T.StringType()),
+    ])
+    return rows.mapInArrow(run, schema)
 
 
 def _join(spark: Any, distinct: Any, design: str, tables: int, k: int, parts: int) -> Any:
@@ -292,6 +313,8 @@ def dedup(
         if c not in df.columns:
             raise InvalidArgument(f"no column {c!r} in the input (columns: {df.columns})")
     src = text_column or fingerprint_column
+    if design is not None:
+        dist.join_design(1, k, design)  # an unknown design, or one with radius > 0, fails here
     if text_column is not None and df.schema[text_column].dataType.simpleString() != "string":
         raise InvalidArgument(
             f"text column {text_column!r} has type {df.schema[text_column].dataType.simpleString()},"
@@ -314,35 +337,41 @@ def dedup(
         checks.append((F.col(src).isNull(), f"no {src!r} string"))
     reason = F.coalesce(*[F.when(c, F.lit(m)) for c, m in checks])
     rows = rows.withColumn("bad_reason", reason)
-    bad = rows.where(F.col("bad_reason").isNotNull()).select(
-        F.col(id_column).alias("id"), F.col("bad_reason").alias("reason")
-    )
-    good = rows.where(F.col("bad_reason").isNull())
-    ids = good.select("row", F.col(id_column).alias("id"))
+    id_type = df.schema[id_column].dataType
 
-    # 2-3. Fingerprints on the executors (IDF first, when asked), kept for the later stages.
+    # 2-3. Fingerprints on the executors (IDF first, when asked), kept with the ids and the bad
+    # rows' reasons for every later stage: the input is read once more after the IDF pass.
     if text_column is not None:
-        texts = good.select("row", F.col(text_column).alias("text"))
         table = idf
         if table is None and weights in ("auto", "idf"):
-            _name_stage(spark, "count documents")
-            docs = good.count()
-            table = _learn_idf(spark, texts.select("text"), shingle, html, docs)
+            texts = rows.where(F.col("bad_reason").isNull()).select(text_column)
+            table = _learn_idf(spark, texts, shingle, html)
         idf_bc = spark.sparkContext.broadcast(table) if table is not None else None
         _name_stage(spark, "hash (mapInArrow)")
-        hashed = _hash_rows(texts, shingle, idf_bc, html)
+        src_rows = rows.select("row", F.col(id_column).alias("id"), text_column, "bad_reason")
+        hashed = _hash_rows(src_rows, id_type, shingle, idf_bc, html)
     else:
-        hashed = good.select("row", F.col("fp_in").alias("fp"), F.lit(False).alias("empty"))
+        hashed = rows.select(
+            "row", F.col(id_column).alias("id"), F.col("fp_in").alias("fp"),
+            F.lit(False).alias("empty"), "bad_reason",
+        )
     hashed = hashed.persist(StorageLevel.MEMORY_AND_DISK)
     _name_stage(spark, "hash: count")
-    counts = hashed.agg(F.count("*").alias("n"), F.sum(F.col("empty").cast("long")).alias("e"))
-    c = counts.collect()[0]
-    n_good, featureless = int(c["n"]), int(c["e"] or 0)
-    _name_stage(spark, "count bad rows")
-    n_bad = bad.count()
+    c = hashed.agg(
+        F.count("*").alias("n"),
+        F.sum(F.col("empty").cast("long")).alias("e"),
+        F.sum(F.col("bad_reason").isNotNull().cast("long")).alias("b"),
+    ).collect()[0]
+    n_all, featureless, n_bad = int(c["n"]), int(c["e"] or 0), int(c["b"] or 0)
+    n_good = n_all - n_bad
+    bad = hashed.where(F.col("bad_reason").isNotNull()).select(
+        "id", F.col("bad_reason").alias("reason")
+    )
+    good = hashed.where(F.col("bad_reason").isNull()).select("row", "id", "fp", "empty")
+    ids = good.select("row", "id")
 
     # 4. Distinct fingerprints, joined by buckets.
-    live = hashed.where(~F.col("empty")).select("row", "fp")
+    live = good.where(~F.col("empty")).select("row", "fp")
     groups = live.groupBy("fp").agg(F.count("*").alias("copies")).persist(
         StorageLevel.MEMORY_AND_DISK
     )
@@ -370,7 +399,7 @@ def dedup(
     else:
         labels, rounds = _spark_components(spark, fp_pairs)
     labelled = (
-        hashed.join(labels.withColumnRenamed("node", "fp"), "fp", "left")
+        good.join(labels.withColumnRenamed("node", "fp"), "fp", "left")
         .select(
             "row",
             "empty",
@@ -393,7 +422,6 @@ def dedup(
             "cluster_size",
             (F.col("row") == F.col("keep_row")).alias("keep"),
         )
-        .orderBy("row")
         .drop("row")
     )
 
@@ -505,3 +533,9 @@ def batch_against(
     return out.orderBy("row", "stored").select(
         "id", F.col("fp").alias("fingerprint"), "stored", "distance"
     )
+
+
+if __name__ == "__main__":
+    from ._spark_main import main
+
+    raise SystemExit(main())

@@ -1,0 +1,222 @@
+"""simdex.spark in local[2] mode against `simdex dedup`, the Python package and brute force.
+
+Needs pyspark (``pip install ./bindings/python[spark]``) and Java 17+; skipped without them
+unless SIMDEX_REQUIRE_SPARK=1 (as .ci/test sets), which turns a missing pyspark into a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import simdex
+from simdex import distributed as dist
+
+from test_simdex import popcount, simdex_cli
+
+if os.environ.get("SIMDEX_REQUIRE_SPARK") != "1":
+    pytest.importorskip("pyspark")
+import simdex.spark as ss  # noqa: E402
+
+
+def corpus(n: int, seed: int) -> list[str]:
+    """JSON Lines: random documents, near-duplicates (0-3 words changed), exact copies,
+    integer ids, and four bad lines plus one document without any word."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(5000)]
+    docs: list[list[str]] = []
+    lines = []
+    for i in range(n):
+        r = rng.random()
+        if docs and r < 0.25:
+            words = list(rng.choice(docs))
+            for _ in range(rng.randint(0, 3)):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+        elif docs and r < 0.3:
+            words = list(rng.choice(docs))
+        else:
+            words = [rng.choice(vocab) for _ in range(rng.randint(30, 120))]
+        docs.append(words)
+        lines.append(json.dumps({"id": f"d{i}" if i % 7 else i, "text": " ".join(words)}))
+    lines.insert(5, json.dumps({"id": "empty", "text": "... !"}))
+    lines.insert(9, json.dumps({"id": "nulltext", "text": None}))
+    lines.insert(11, "{not json")
+    lines.insert(13, json.dumps({"text": "no id here"}))
+    return lines
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    s = (
+        SparkSession.builder.master("local[2]")
+        .appName("simdex-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("spark") / "corpus.jsonl"
+    p.write_text("\n".join(corpus(3000, 7)) + "\n")
+    return p
+
+
+def cli(*args: str) -> str:
+    exe = simdex_cli()
+    assert exe, "the simdex binary (cargo build --release -p simdex-cli)"
+    return subprocess.run([exe, *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("components", ["driver", "spark"])
+def test_dedup_equals_the_cli(spark, jsonl: Path, components: str) -> None:
+    r = ss.dedup(ss.read_corpus(spark, str(jsonl)), pairs=True, components=components)
+    want_pairs = cli("dedup", "--jsonl", "--quiet", str(jsonl))
+    got_pairs = "".join(f"{p.id_a}\t{p.id_b}\t{p.distance}\n" for p in r.pairs.collect())
+    assert got_pairs == want_pairs  # the same pairs, in the same order
+    assert r.stats["pairs"] == len(want_pairs.splitlines())
+
+    want = [line.split("\t") for line in cli("dedup", "--jsonl", "--clusters", "--quiet", str(jsonl)).splitlines()]
+    docs = r.docs.collect()
+    members: dict[str, list[str]] = defaultdict(list)
+    for d in docs:
+        members[d.cluster_id].append(d.id)
+    got = {frozenset(m) for m in members.values() if len(m) > 1}
+    assert got == {frozenset(m) for m in want}
+    # The kept row is the cluster's first in input order (the CLI's first column).
+    first = {m[0] for m in want}
+    for d in docs:
+        assert d.cluster_size == len(members[d.cluster_id])
+        assert d.keep == (d.id == d.cluster_id)
+        if d.cluster_size > 1:
+            assert (d.cluster_id in first) and (d.keep or d.id not in first)
+    assert sum(not d.keep for d in docs) == r.stats["removed"] == sum(len(m) - 1 for m in want)
+    assert r.stats["bad"] == 3 and r.stats["featureless"] == 1
+    assert r.stats["components"].startswith(components)
+    reasons = sorted(b.reason for b in r.bad.collect())
+    assert reasons == ["no 'id'", "no 'text' string", "not JSON"]
+
+
+def test_spark_components_match_union_find(spark) -> None:
+    """Large/small-star against union-find on a graph with long chains (diameter ~300)."""
+    rng = np.random.default_rng(3)
+    labels = rng.permutation(np.arange(1, 2001, dtype=np.int64) * 7919)
+    a, b = [], []
+    for start in range(0, 2000, 400):  # five chains of 300, in random label order
+        for i in range(start, start + 299):
+            a.append(labels[i])
+            b.append(labels[i + 1])
+    for _ in range(300):  # plus random edges among the rest
+        i, j = rng.integers(1500, 2000, 2)
+        a.append(labels[i])
+        b.append(labels[j])
+    edges = spark.createDataFrame([(int(x), int(y)) for x, y in zip(a, b)], "a long, b long")
+    got, rounds = ss._spark_components(spark, edges)
+    got = {r.node: r.root for r in got.collect()}
+    nodes, roots = dist.components(np.array(a, np.uint64), np.array(b, np.uint64))
+    assert got == dict(zip(nodes.astype(np.int64).tolist(), roots.astype(np.int64).tolist()))
+    assert rounds < 30
+
+
+def test_fingerprint_column_and_bad_hex(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 2**64, 3000, dtype=np.uint64)
+    near = base[:400] ^ (np.uint64(1) << rng.integers(0, 64, 400).astype(np.uint64))
+    fps = np.concatenate([base, near, base[:50]])
+    rows = [(f"r{i}", f"{int(f):016x}") for i, f in enumerate(fps)] + [("bad", "xyz")]
+    df = spark.createDataFrame(rows, "id string, fp string")
+    r = ss.dedup(df, text_column=None, fingerprint_column="fp", k=2, pairs=True)
+    clusters, (ra, rb, d) = simdex.dedup(fps, k=2, return_pairs=True)
+    want = [(f"r{x}", f"r{y}", int(z)) for x, y, z in zip(ra, rb, d)]
+    assert [(p.id_a, p.id_b, p.distance) for p in r.pairs.collect()] == want
+    assert r.stats["bad"] == 1 and [b.reason for b in r.bad.collect()] == ["'fp' is not a 64-bit fingerprint"]
+    keep = {d.id: d.keep for d in r.docs.collect()}
+    assert keep == {f"r{i}": bool(c == i) for i, c in enumerate(clusters)}
+    # Longs work too (the fingerprint's bits as a signed long).
+    df = spark.createDataFrame([(f"r{i}", int(v)) for i, v in enumerate(fps.view(np.int64))], "id string, fp long")
+    assert ss.dedup(df, text_column=None, fingerprint_column="fp", k=2).stats["pairs"] == len(want)
+
+
+def test_batch_against_an_index(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    stored = rng.integers(0, 2**64, 20_000, dtype=np.uint64)
+    idx = simdex.Index.build(tmp_path / "idx", stored, k=3)
+    batch = np.concatenate([stored[:300] ^ np.uint64(0b101), rng.integers(0, 2**64, 300, dtype=np.uint64)])
+    df = spark.createDataFrame([(i, int(v)) for i, v in enumerate(batch.view(np.int64))], "id long, fp long")
+    got = ss.batch_against(df, str(tmp_path / "idx"), text_column=None, fingerprint_column="fp", shards=3)
+    got = sorted((r.id, r.distance, r.stored) for r in got.collect())
+    want = []
+    for i, f in enumerate(batch):
+        d = popcount(stored ^ f)
+        want += [(i, int(x), int(s.astype(np.int64))) for s, x in zip(stored[d <= 3], d[d <= 3])]
+    assert got == sorted(want) and len(got) >= 300
+    bf, st, dd = idx.batch(np.unique(batch))
+    assert len(bf) == len(got)
+
+
+def test_bad_options_are_refused(spark, jsonl: Path) -> None:
+    df = ss.read_corpus(spark, str(jsonl))
+    with pytest.raises(simdex.InvalidArgument, match="radius 0"):
+        ss.dedup(df, design="m2c1r1")
+    with pytest.raises(simdex.InvalidArgument, match="no column 'body'"):
+        ss.dedup(df, text_column="body")
+    with pytest.raises(simdex.InvalidArgument, match="k = 9"):
+        ss.dedup(df, k=9)
+
+
+def test_the_command_line_job(jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    script = Path(__file__).resolve().parents[3] / "examples" / "spark" / "dedup.py"
+    p = subprocess.run(
+        [sys.executable, str(script), str(jsonl), "--out", str(out), "--master", "local[2]", "--pairs"],
+        capture_output=True, text=True, env=env,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stderr.split("simdex spark: ")[-1])
+    removed = [line for f in sorted((out / "remove").glob("part-*")) for line in f.read_text().splitlines()]
+    assert len(removed) == summary["removed"] > 0
+    import pyarrow.parquet as pq
+
+    docs = pq.read_table(out / "docs")
+    assert docs.column_names == ["id", "cluster_id", "cluster_size", "keep"]
+    assert docs.num_rows == summary["documents"] - summary["bad"]
+    assert pq.read_table(out / "pairs").num_rows == summary["pairs"]
+    again = subprocess.run(
+        [sys.executable, str(script), str(jsonl), "--out", str(out), "--master", "local[2]"],
+        capture_output=True, text=True, env=env,
+    )
+    assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_doc_freqs_sum_to_the_learned_idf() -> None:
+    texts = [" ".join(random.Random(i).choices(["a", "b", "c", "d", "e", "f"], k=20)) for i in range(200)]
+    parts = [dist.doc_freqs(texts[:70]), dist.doc_freqs(texts[70:])]
+    f = np.concatenate([p[0] for p in parts])
+    c = np.concatenate([p[1] for p in parts])
+    u, inv = np.unique(f, return_inverse=True)
+    s = np.zeros(len(u), np.uint64)
+    np.add.at(s, inv, c)
+    idf = simdex.Idf.from_counts(u, s, sum(p[2] for p in parts))
+    assert idf == simdex.Idf.learn(texts)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(idf)) == idf
+    assert (simdex.hash(texts, idf=idf) == simdex.hash(texts, idf=simdex.Idf.learn(texts))).all()
