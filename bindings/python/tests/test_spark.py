@@ -171,6 +171,24 @@ def test_batch_against_an_index(spark, tmp_path: Path) -> None:
     assert len(bf) == len(got)
 
 
+def test_batch_against_a_store(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    stored = rng.integers(0, 2**64, 5_000, dtype=np.uint64)
+    with simdex.Store(tmp_path / "st", create=True, k=3) as st:
+        st.insert(stored, np.arange(5_000, dtype=np.uint64) + 100)
+    texts = [f"doc {i} " + " ".join(f"w{j}" for j in range(i, i + 40)) for i in range(50)]
+    with simdex.Store(tmp_path / "st") as st:  # documents too: hash them as the job will
+        st.insert(simdex.hash(texts[:20]), np.arange(20, dtype=np.uint64) + 1_000_000)
+    batch = stored[:200] ^ np.uint64(1 << 63)
+    df = spark.createDataFrame([(i, int(v)) for i, v in enumerate(batch.view(np.int64))], "id long, fp long")
+    got = ss.batch_against(df, str(tmp_path / "st"), text_column=None, fingerprint_column="fp")
+    assert [(r.id, r.distance, r.stored_id) for r in got.collect()] == [(i, 1, i + 100) for i in range(200)]
+    docs = spark.createDataFrame([(f"t{i}", t) for i, t in enumerate(texts)], "id string, text string")
+    got = ss.batch_against(docs, str(tmp_path / "st"))
+    hits = {(r.id, r.stored_id) for r in got.collect() if r.distance == 0}
+    assert {(f"t{i}", 1_000_000 + i) for i in range(20)} <= hits
+
+
 def test_bad_options_are_refused(spark, jsonl: Path) -> None:
     df = ss.read_corpus(spark, str(jsonl))
     with pytest.raises(simdex.InvalidArgument, match="radius 0"):

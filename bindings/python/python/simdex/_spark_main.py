@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
+    if not a.overwrite and "://" not in a.out and os.path.exists(a.out):
+        # Fail before any work (Spark itself would fail only at the write, after the job).
+        print(f"simdex spark: error: {a.out} already exists (--overwrite to replace it)",
+              file=sys.stderr)
+        return 1
     from pyspark.sql import SparkSession
 
     from . import Idf, spark as ss

@@ -29,6 +29,7 @@ The job, stage by stage (each named in Spark's UI as ``simdex: ...``):
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -481,33 +482,64 @@ def batch_against(
     html: bool = False,
     shards: int | None = None,
 ) -> Any:
-    """Pairs of a new batch (a DataFrame of documents or fingerprints) against a stored index:
-    ``id, fingerprint, stored, distance`` (fingerprints as longs), each pair once.
+    """Pairs of a new batch (a DataFrame of documents or fingerprints) against a stored index
+    or store: ``id, fingerprint, stored, distance`` (fingerprints as longs; a store adds
+    ``stored_id``), each pair once, rows without features or with a null id or text left out.
 
-    The batch is hashed on the executors (count weights, or ``idf=`` the table the index was
-    hashed with), its distinct fingerprints broadcast, and ``shards`` tasks each scan one slice of
-    every stored table, as ``simdex batch --shard i/N`` does; the index directory must be
-    readable at the same path on every worker (a shared file system)."""
+    The batch is hashed on the executors (count weights, or ``idf=`` the table the stored
+    fingerprints were hashed with). Against an index, its distinct fingerprints are broadcast and
+    ``shards`` tasks each scan one slice of every stored table, as ``simdex batch --shard i/N``
+    does. Against a store (a directory with ``CURRENT``), each partition of the batch queries
+    the store opened read-only. Either must be readable at the same path on every worker."""
     from pyspark.sql import functions as F
 
     import pyarrow as pa
+
+    from . import Store
 
     spark = df.sparkSession
     sc = spark.sparkContext
     if (text_column is None) == (fingerprint_column is None):
         raise InvalidArgument("give exactly one of text_column and fingerprint_column")
-    Index.open(index)  # fail early, on the driver, with the engine's message
+    is_store = os.path.exists(os.path.join(index, "CURRENT"))
+    # Fail early, on the driver, with the engine's message.
+    if is_store:
+        Store(index, read_only=True).close()
+    else:
+        Index.open(index)
     rows = df.withColumn("row", F.monotonically_increasing_id())
     if text_column is not None:
         good = rows.where(F.col(id_column).isNotNull() & F.col(text_column).isNotNull())
         idf_bc = sc.broadcast(idf) if idf is not None else None
-        hashed = _hash_rows(good.select("row", text_column), shingle, idf_bc, html)
-        hashed = hashed.where(~F.col("empty")).join(good.select("row", id_column), "row")
+        src = good.select("row", F.col(id_column).alias("id"), text_column,
+                          F.lit(None).cast("string").alias("bad_reason"))
+        hashed = _hash_rows(src, df.schema[id_column].dataType, shingle, idf_bc, html)
+        hashed = hashed.where(~F.col("empty")).select("row", "id", "fp")
     else:
         fp = _fp_column(F.col(fingerprint_column), df.schema[fingerprint_column].dataType)
-        hashed = rows.select("row", id_column, fp.alias("fp")).where(
-            F.col("fp").isNotNull() & F.col(id_column).isNotNull()
+        hashed = rows.select("row", F.col(id_column).alias("id"), fp.alias("fp")).where(
+            F.col("fp").isNotNull() & F.col("id").isNotNull()
         )
+
+    if is_store:
+        def query(batches: Iterator[Any]) -> Iterator[Any]:
+            with Store(index, read_only=True) as st:
+                for b in batches:
+                    fps = np.ascontiguousarray(b.column(2).to_numpy().view(np.uint64))
+                    q, f, d, sid = st.near_many(fps, k, threads=1)
+                    yield pa.RecordBatch.from_arrays(
+                        [b.column(0).take(pa.array(q)), pa.array(f.view(np.int64)),
+                         pa.array(d.astype(np.int32)), pa.array(sid.view(np.int64))],
+                        ["row", "stored", "distance", "stored_id"],
+                    )
+
+        _name_stage(spark, "against a store: each partition queries it")
+        found = hashed.mapInArrow(query, "row long, stored long, distance int, stored_id long")
+        out = found.join(hashed, "row")
+        return out.orderBy("row", "stored", "stored_id").select(
+            "id", F.col("fp").alias("fingerprint"), "stored", "distance", "stored_id"
+        )
+
     _name_stage(spark, "batch: distinct fingerprints to the driver")
     batch = hashed.select("fp").distinct().toArrow().column("fp").to_numpy()
     batch = np.ascontiguousarray(np.sort(batch.astype(np.int64).view(np.uint64)))
@@ -529,7 +561,7 @@ def batch_against(
     found = (
         spark.range(n).repartition(n).mapInArrow(scan, "fp long, stored long, distance int")
     )
-    out = found.join(hashed.select(F.col(id_column).alias("id"), "fp", "row"), "fp")
+    out = found.join(hashed, "fp")
     return out.orderBy("row", "stored").select(
         "id", F.col("fp").alias("fingerprint"), "stored", "distance"
     )
