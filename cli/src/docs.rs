@@ -36,6 +36,9 @@ pub struct DocArgs {
     /// Weights learned from this corpus itself (set by `dedup` and `calibrate`, not a flag).
     #[arg(skip)]
     pub corpus_idf: Option<Arc<IdfTable>>,
+    /// Skip bad lines without a warning (the IDF pass: the next pass reports them once).
+    #[arg(skip)]
+    pub silent_skips: bool,
 }
 
 /// How features are weighted, for commands that see the whole corpus (`dedup`, `calibrate`).
@@ -64,7 +67,8 @@ impl DocArgs {
             weights: None,
         })?;
         let mut total = simhash::DfCounter::default();
-        read_docs(self, |docs| {
+        self.silent_skips = true;
+        let read = read_docs(self, |docs| {
             let part = docs
                 .par_iter()
                 .fold(simhash::DfCounter::default, |mut c, d| {
@@ -78,7 +82,9 @@ impl DocArgs {
                 });
             total.merge(part);
             Ok(())
-        })?;
+        });
+        self.silent_skips = false;
+        read?;
         self.corpus_idf = Some(Arc::new(total.finish(self.shingle)));
         Ok(())
     }
@@ -231,7 +237,9 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
             return Err(e);
         }
         *bad += 1;
-        pb.suspend(|| eprintln!("simdex: warning: skipped {e}"));
+        if !a.silent_skips {
+            pb.suspend(|| eprintln!("simdex: warning: skipped {e}"));
+        }
         Ok(())
     };
     let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {

@@ -317,6 +317,12 @@ fn unreadable_inputs_are_reported_and_skipped() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("line 2") && err.contains("UTF-8"), "{err}");
     assert!(err.contains("line 3") && err.contains("64 bits"), "{err}");
+    // `dedup` reads the corpus twice (IDF, then fingerprints) but reports each bad line once.
+    let o = simdex(&["dedup", "--jsonl", "x.jsonl", "--quiet"], None, d);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("line 2").count(), 1, "{err}");
+    assert_eq!(err.matches("line 3").count(), 1, "{err}");
 }
 
 /// Documents without any word do not pair with each other.

@@ -176,20 +176,29 @@ mod tests {
                 for j in i + 1..fps.len() {
                     let d = (fps[i] ^ fps[j]).count_ones();
                     if d <= k {
-                        let (a, b) = if (fps[i], i) <= (fps[j], j) { (i, j) } else { (j, i) };
+                        let (a, b) = if (fps[i], i) <= (fps[j], j) {
+                            (i, j)
+                        } else {
+                            (j, i)
+                        };
                         want.push((a as u32, b as u32, d));
                     }
                 }
             }
             want.sort_unstable();
-            for design in [join_design(fps.len() as u64, k).unwrap(), join_design(1 << 40, k).unwrap()]
-            {
+            for design in [
+                join_design(fps.len() as u64, k).unwrap(),
+                join_design(1 << 40, k).unwrap(),
+            ] {
                 let mut got = Vec::new();
                 for t in 0..design.tables().len() {
                     // As a shuffle would: each bucket on its own, in any grouping.
                     let mut by_key: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
                     for (i, &f) in fps.iter().enumerate() {
-                        by_key.entry(bucket_key(&design, t, f).unwrap()).or_default().push(i as u32);
+                        by_key
+                            .entry(bucket_key(&design, t, f).unwrap())
+                            .or_default()
+                            .push(i as u32);
                     }
                     for members in by_key.values() {
                         let sub: Vec<u64> = members.iter().map(|&i| fps[i as usize]).collect();
@@ -207,10 +216,20 @@ mod tests {
     #[test]
     fn radius_and_range_are_checked() {
         let d = Design::by_name("m2c1r1", 3).unwrap();
-        assert!(bucket_pairs(&d, 0, 3, &[1, 2]).unwrap_err().to_string().contains("radius 0"));
+        assert!(
+            bucket_pairs(&d, 0, 3, &[1, 2])
+                .unwrap_err()
+                .to_string()
+                .contains("radius 0")
+        );
         let d = join_design(1000, 3).unwrap();
         assert!(bucket_key(&d, 99, 1).is_err());
-        assert!(bucket_pairs(&d, 0, 4, &[1]).unwrap_err().to_string().contains("exceeds"));
+        assert!(
+            bucket_pairs(&d, 0, 4, &[1])
+                .unwrap_err()
+                .to_string()
+                .contains("exceeds")
+        );
         assert_eq!(bucket_pairs(&d, 0, 3, &[]).unwrap(), vec![]);
     }
 }

@@ -44,7 +44,9 @@ pub fn bucket_keys<'py>(
     let fps = arr.as_slice()?;
     bucket::bucket_key(&d, table, 0).map_err(to_py)?;
     let keys = detached(py, None, move || {
-        fps.iter().map(|&f| bucket::bucket_key(&d, table, f)).collect()
+        fps.iter()
+            .map(|&f| bucket::bucket_key(&d, table, f))
+            .collect()
     })?;
     Ok(out(py, keys))
 }

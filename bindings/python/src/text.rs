@@ -97,7 +97,10 @@ pub fn doc_freqs<'py>(
     let (f, c, n) = detached(py, threads, move || {
         let counter = crate::texts::doc_freqs(&t, &h, html)?;
         let n = counter.docs();
-        let (f, c) = counter.into_sorted().into_iter().unzip::<_, _, Vec<u64>, Vec<u64>>();
+        let (f, c) = counter
+            .into_sorted()
+            .into_iter()
+            .unzip::<_, _, Vec<u64>, Vec<u64>>();
         Ok((f, c, n))
     })?;
     Ok((out(py, f), out(py, c), n))

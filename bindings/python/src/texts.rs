@@ -1,8 +1,8 @@
 //! Texts as the engine reads them: Python strings copied out, or an Arrow string array read in
 //! place; each text to its fingerprint, or to its distinct features for document frequencies.
 
-use rayon::prelude::*;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 use simdex::simhash::{DfCounter, Simhasher, simhash_weighted};
 
 /// The text to hash: an HTML page's visible text, or the text itself.
@@ -136,7 +136,11 @@ impl Texts<'_> {
     }
 }
 
-pub fn hash_all(texts: &Texts<'_>, h: &Simhasher, html: bool) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
+pub fn hash_all(
+    texts: &Texts<'_>,
+    h: &Simhasher,
+    html: bool,
+) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
     let r: Vec<(u64, bool)> = (0..texts.len())
         .into_par_iter()
         .with_min_len(64)
@@ -144,7 +148,6 @@ pub fn hash_all(texts: &Texts<'_>, h: &Simhasher, html: bool) -> simdex::Result<
         .collect::<simdex::Result<_>>()?;
     Ok(r.into_iter().unzip())
 }
-
 
 /// Document frequencies of the texts' features (unweighted hasher `h`), on all cores.
 pub fn doc_freqs(texts: &Texts<'_>, h: &Simhasher, html: bool) -> simdex::Result<DfCounter> {
