@@ -88,6 +88,8 @@ pub struct Index<D = Mmap> {
     manifest: Manifest,
     tables: Vec<Table<D>>,
     probers: Vec<Prober>,
+    /// Probes one query makes (the flips of every table), fixed at open.
+    probes_per_query: u64,
     counters: AtomicCounters,
 }
 
@@ -236,11 +238,12 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             .tables()
             .iter()
             .map(|td| Prober::new(&td.permutation, td.prefix_bits, radius))
-            .collect();
+            .collect::<Vec<Prober>>();
         Ok(Index {
             dir,
             manifest,
             tables,
+            probes_per_query: probers.iter().map(|p| p.flips.len() as u64).sum(),
             probers,
             counters: AtomicCounters::default(),
         })

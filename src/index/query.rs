@@ -17,6 +17,10 @@ use super::Index;
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 use crate::table::Table;
+use crate::table::scan::{RangeScan, Step};
+
+/// Most probes per query decoded round-robin (every design without a probe radius fits).
+const MAX_INTERLEAVED: usize = 64;
 
 /// A stored fingerprint within the query distance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -268,22 +272,84 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     #[inline(always)]
     fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
-        // Plan first: start loading every probe's block, then decode them one by one while the
-        // later ones arrive (the t probes of a query are independent).
-        for (t, p) in self.tables.iter().zip(&self.probers) {
-            let q = p.permutation.apply(fp);
-            for &flip in &p.flips {
-                t.prefetch(p.range(q, flip).0);
-            }
-        }
         let mut work = Work::default();
-        self.probe(&self.tables[..], fp, k, &mut work, |m| {
-            out.push(m);
-            true
-        })?;
+        if self.probes_per_query > MAX_INTERLEAVED as u64 {
+            // Designs with a probe radius make hundreds of probes: prefetch them all, then
+            // decode one after another.
+            for (t, p) in self.tables.iter().zip(&self.probers) {
+                let q = p.permutation.apply(fp);
+                for &flip in &p.flips {
+                    t.prefetch(p.range(q, flip).0);
+                }
+            }
+            self.probe(&self.tables[..], fp, k, &mut work, |m| {
+                out.push(m);
+                true
+            })?;
+        } else {
+            self.interleaved(fp, k, &mut work, out)?;
+        }
         out.sort_unstable();
         out.dedup();
         Ok(work)
+    }
+
+    /// Plan, prefetch, then decode round-robin: locate every probe's block and start loading
+    /// it, open every block (its first key), then decode one key of each open probe in turn.
+    /// The t probes of a query are independent, so their cache misses overlap and so do their
+    /// serial decode chains (each key needs the one before it). Matches with repeats.
+    #[inline(always)]
+    fn interleaved(&self, fp: u64, k: u32, work: &mut Work, out: &mut Vec<Match>) -> Result<()> {
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
+        let mut planned = 0;
+        for (t, (table, p)) in self.tables.iter().zip(&self.probers).enumerate() {
+            let q = p.permutation.apply(fp);
+            for &flip in &p.flips {
+                let (lo, hi) = p.range(q, flip);
+                work.probes += 1;
+                let b = table.find_block(lo) as u64;
+                if b < table.block_count() {
+                    table.prefetch_block(b);
+                    plan[planned] = (t, q, lo, hi, b);
+                    planned += 1;
+                }
+            }
+        }
+        let mut live = Vec::with_capacity(planned);
+        for &(t, q, lo, hi, b) in &plan[..planned] {
+            let scan = RangeScan::open(&self.tables[t], b, lo, hi, &mut work.blocks)?;
+            live.push((scan, q, &self.probers[t].inverse));
+        }
+        let mut j = 0;
+        while !live.is_empty() {
+            if j >= live.len() {
+                j = 0;
+            }
+            let (scan, q, inverse) = &mut live[j];
+            match scan.step(&mut work.keys) {
+                Step::Key(key) => {
+                    let d = (key ^ *q).count_ones();
+                    if d <= k {
+                        work.candidates += 1;
+                        out.push(Match {
+                            distance: d,
+                            fingerprint: inverse.apply(key),
+                        });
+                    }
+                    j += 1;
+                }
+                Step::Below => j += 1,
+                Step::BlockEnd => {
+                    if !scan.advance(&mut work.blocks)? {
+                        live.swap_remove(j);
+                    }
+                }
+                Step::Done => {
+                    live.swap_remove(j);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every stored fingerprint within Hamming distance `k` of `fp`, each once, ordered by

@@ -7,6 +7,7 @@ pub mod builder;
 internal_mod!(format);
 internal_mod!(block);
 pub mod reader;
+pub(crate) mod scan;
 
 pub use builder::{
     DEFAULT_BLOCK_SIZE, Histogram, TableOptions, TableSummary, TableWriter, build_bytes,

@@ -238,7 +238,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
-    fn attach(&self, e: Error) -> Error {
+    pub(super) fn attach(&self, e: Error) -> Error {
         match &self.path {
             Some(p) => e.with_path(p),
             None => e,
@@ -252,9 +252,14 @@ impl<D: AsRef<[u8]>> Table<D> {
     #[inline]
     pub(crate) fn prefetch(&self, lo: u64) {
         let i = self.find_block(lo) as u64;
-        if i >= self.block_count() {
-            return;
+        if i < self.block_count() {
+            self.prefetch_block(i);
         }
+    }
+
+    /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
+    #[inline]
+    pub(crate) fn prefetch_block(&self, i: u64) {
         let b = self.header.block_size as usize;
         let off = HEADER_LEN + i as usize * b;
         let data = self.data.as_ref();
@@ -340,45 +345,6 @@ impl<D: AsRef<[u8]>> Table<D> {
     pub fn for_each_in(&self, lo: u64, hi: u64, f: impl FnMut(u64) -> bool) -> Result<bool> {
         let (mut blocks, mut keys) = (0, 0);
         self.scan_range(lo, hi, &mut blocks, &mut keys, f)
-    }
-
-    /// [`for_each_in`](Self::for_each_in), adding the blocks and keys decoded to the counters.
-    /// Always inlined, so that the caller's `f` is compiled with the caller's target features
-    /// (see `Index::near_work`).
-    #[inline(always)]
-    pub(crate) fn scan_range(
-        &self,
-        lo: u64,
-        hi: u64,
-        blocks: &mut u64,
-        keys: &mut u64,
-        mut f: impl FnMut(u64) -> bool,
-    ) -> Result<bool> {
-        if lo > hi {
-            return Ok(true);
-        }
-        let mut i = self.find_block(lo) as u64;
-        while i < self.block_count() {
-            let mut d = self.block(i)?;
-            *blocks += 1;
-            while let Some(k) = d.next_key() {
-                *keys += 1;
-                if k > hi {
-                    return Ok(true);
-                }
-                if k >= lo && !f(k) {
-                    return Ok(false);
-                }
-            }
-            if let Some(e) = d.fault() {
-                return Err(self.attach(e));
-            }
-            if self.last_keys[i as usize] >= hi {
-                break;
-            }
-            i += 1;
-        }
-        Ok(true)
     }
 
     /// The keys in `range`, ascending. Decodes only the blocks that can hold them.
