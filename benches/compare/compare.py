@@ -108,8 +108,12 @@ def main() -> int:
     d.mkdir(parents=True, exist_ok=True)
     fps, q = make_data(a.n, a.queries)
     rows, design = simdex_rows(a.simdex, d, fps, q)
+    import multiprocessing as mp
+
     for nhash, b, nflip in ((2, 32, 1), (4, 16, 0)):
-        rows += faiss_rows(fps, q, nhash, b, nflip)
+        # Each in a fresh process, so that its resident-memory growth is its own.
+        with mp.get_context("fork").Pool(1) as pool:
+            rows += pool.apply(faiss_rows, (fps, q, nhash, b, nflip))
     print(f"\nn = {a.n:,} uniform random fingerprints, {a.queries:,} queries (half near a stored one), "
           f"k = 3, {os.cpu_count()} cores; simdex design {design}")
     print("| method | threads | queries/s | matches | bytes per fingerprint |")

@@ -90,6 +90,12 @@ pub struct Index<D = Mmap> {
     probers: Vec<Prober>,
     /// Probes one query makes (the flips of every table), fixed at open.
     probes_per_query: u64,
+    /// True while a sample of the tables' pages says they are mostly not in memory: queries
+    /// then ask the kernel for all their blocks before reading any (`table::readahead`).
+    /// Judged at open and again by every large `near_many`.
+    cold: std::sync::atomic::AtomicBool,
+    /// Queries made while cold; every 256th judges residency again.
+    cold_ticks: std::sync::atomic::AtomicU64,
     counters: AtomicCounters,
 }
 
@@ -245,8 +251,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             tables,
             probes_per_query: probers.iter().map(|p| p.flips.len() as u64).sum(),
             probers,
+            cold: Default::default(),
+            cold_ticks: Default::default(),
             counters: AtomicCounters::default(),
         })
+        .inspect(|idx: &Index<D>| idx.judge_residency())
     }
 
     /// The index directory.

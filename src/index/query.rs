@@ -190,6 +190,19 @@ impl NearMany {
 }
 
 impl<D: AsRef<[u8]> + Sync> Index<D> {
+    /// Sample the tables' pages and decide whether queries read ahead (`table::readahead`):
+    /// when less than 90% of the sample is in memory.
+    pub(crate) fn judge_residency(&self) {
+        let n = self.tables.len().max(1) as f64;
+        let resident: f64 = self
+            .tables
+            .iter()
+            .map(|t| t.resident_fraction())
+            .sum::<f64>()
+            / n;
+        self.cold.store(resident < 0.9, Relaxed);
+    }
+
     pub(crate) fn check_k(&self, k: u32) -> Result<()> {
         if k > crate::design::MAX_K {
             return Err(Error::InvalidArgument(format!(
@@ -302,6 +315,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     fn interleaved(&self, fp: u64, k: u32, work: &mut Work, out: &mut Vec<Match>) -> Result<()> {
         let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
         let mut planned = 0;
+        let cold = self.cold.load(Relaxed);
+        if cold && self.cold_ticks.fetch_add(1, Relaxed) % 256 == 255 {
+            // Reading ahead costs a system call per probe: stop once the tables are in memory.
+            self.judge_residency();
+        }
         for (t, (table, p)) in self.tables.iter().zip(&self.probers).enumerate() {
             let q = p.permutation.apply(fp);
             for &flip in &p.flips {
@@ -309,6 +327,9 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 work.probes += 1;
                 let b = table.find_block(lo) as u64;
                 if b < table.block_count() {
+                    if cold {
+                        table.will_need_block(b);
+                    }
                     table.prefetch_block(b);
                     plan[planned] = (t, q, lo, hi, b);
                     planned += 1;
@@ -421,6 +442,9 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// returned as one flat array in input order.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
         self.check_k(k)?;
+        if fps.len() >= 1024 {
+            self.judge_residency(); // the page cache may have dropped the tables since
+        }
         // Chunks of queries per task: each task fills one flat buffer, so there is one
         // allocation per chunk rather than per query, and one counter update per chunk.
         const CHUNK: usize = 256;
@@ -469,6 +493,28 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reading ahead changes nothing but timing; once the tables are in memory it stops.
+    #[test]
+    fn read_ahead_gives_the_same_answers_and_turns_itself_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        let mut s = 9;
+        let fps: Vec<u64> = (0..200_000)
+            .map(|_| crate::sample::splitmix64(&mut s))
+            .collect();
+        let opts = crate::index::BuildOptions::default().with_k(3);
+        crate::index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+        let idx = Index::open(&path).unwrap();
+        let queries: Vec<u64> = fps[..300].iter().map(|f| f ^ 0b1011).collect();
+        let warm: Vec<Vec<Match>> = queries.iter().map(|&q| idx.near(q, 3).unwrap()).collect();
+        idx.cold.store(true, Relaxed);
+        let cold: Vec<Vec<Match>> = queries.iter().map(|&q| idx.near(q, 3).unwrap()).collect();
+        assert_eq!(warm, cold);
+        assert!(warm.iter().all(|m| m.len() == 1 && m[0].distance == 3));
+        // The files were just written and read: resident, so the 256th cold query re-judges.
+        assert!(!idx.cold.load(Relaxed));
+    }
 
     #[test]
     fn probe_flips_enumerate_each_subset_once() {

@@ -269,6 +269,13 @@ impl<D: AsRef<[u8]>> Table<D> {
         prefetch_read((&self.crc_checked[(i / 64) as usize] as *const AtomicU64).cast());
     }
 
+    /// The bytes of block `i` (in range).
+    pub(crate) fn block_bytes(&self, i: u64) -> &[u8] {
+        let b = self.header.block_size as usize;
+        let off = HEADER_LEN + i as usize * b;
+        &self.data.as_ref()[off..off + b]
+    }
+
     /// Check block `i`'s crc (once per reader) and start decoding it.
     pub fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
         assert!(i < self.block_count(), "block {i} out of range");
