@@ -343,14 +343,12 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                     )
                     .with_path(&path));
                 }
-                let decoded = t.verify()?.keys;
-                // Same set in every table: an order-independent digest of the fingerprints.
+                // Same set in every table: an order-independent digest of the fingerprints,
+                // summed by the verifying decode itself (one pass, on all cores).
                 let p = &self.probers[i];
-                let mut sum = 0u64;
-                t.for_each_in(0, u64::MAX, |key| {
-                    sum = sum.wrapping_add(crate::sample::mix64(p.inverse.apply(key)));
-                    true
-                })?;
+                let (report, sum) =
+                    t.verify_summing(|key| crate::sample::mix64(p.inverse.apply(key)))?;
+                let decoded = report.keys;
                 progress.advance(1)?;
                 Ok((decoded, sum))
             })

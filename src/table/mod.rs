@@ -9,6 +9,7 @@ internal_mod!(block);
 pub(crate) mod readahead;
 pub mod reader;
 pub(crate) mod scan;
+mod verify;
 
 pub use builder::{
     DEFAULT_BLOCK_SIZE, Histogram, TableOptions, TableSummary, TableWriter, build_bytes,

@@ -269,6 +269,16 @@ impl<D: AsRef<[u8]>> Table<D> {
         prefetch_read((&self.crc_checked[(i / 64) as usize] as *const AtomicU64).cast());
     }
 
+    /// The decode table of the table's Huffman code.
+    pub(super) fn decode_table(&self) -> &DecodeTable {
+        &self.decode
+    }
+
+    /// The file offset of block `i`.
+    pub(super) fn block_offset(&self, i: u64) -> u64 {
+        HEADER_LEN as u64 + i * self.header.block_size as u64
+    }
+
     /// The bytes of block `i` (in range).
     pub(crate) fn block_bytes(&self, i: u64) -> &[u8] {
         let b = self.header.block_size as usize;
@@ -417,72 +427,6 @@ impl<D: AsRef<[u8]>> Table<D> {
             }
         }
         Ok(())
-    }
-
-    /// Check everything: every block's crc, its decoding, its padding, key order within and
-    /// across blocks, the last-key array and the key count.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        let mut keys = 0u64;
-        let mut prev: Option<u64> = None;
-        let b = self.header.block_size as u64;
-        for i in 0..self.block_count() {
-            let off = HEADER_LEN as u64 + i * b;
-            let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
-            let mut d = BlockDecoder::new(bytes, i, off, self.header.codec, &self.decode)
-                .map_err(|e| self.attach(e))?;
-            let mut last = None;
-            while let Some(k) = d.next().map_err(|e| self.attach(e))? {
-                if let Some(p) = prev
-                    && k <= p
-                {
-                    return Err(self.attach(Error::corrupt(
-                        format!("block {i} first key"),
-                        off + 4,
-                        format!("a key greater than {p:#018x} (previous block's last)"),
-                        format!("{k:#018x}"),
-                    )));
-                }
-                prev = Some(k);
-                last = Some(k);
-                keys += 1;
-            }
-            if last != Some(self.last_keys[i as usize]) {
-                return Err(self.attach(Error::corrupt(
-                    format!("block {i} last key"),
-                    off,
-                    format!("{:#018x} (footer)", self.last_keys[i as usize]),
-                    format!("{last:#018x?}"),
-                )));
-            }
-            let stream = d.stream();
-            let used = d.bit_position();
-            let first_pad_byte = used.div_ceil(8) as usize;
-            let pad_ok = (used % 8 == 0
-                || crate::codec::bitio::read(stream, used, (8 - used % 8) as u32) == 0)
-                && stream[first_pad_byte.min(stream.len())..]
-                    .iter()
-                    .all(|&x| x == 0);
-            if !pad_ok {
-                return Err(self.attach(Error::corrupt(
-                    format!("block {i} padding"),
-                    off + block::BLOCK_HEADER_LEN as u64 + used / 8,
-                    "zero bits after the last delta",
-                    "non-zero bits",
-                )));
-            }
-        }
-        if keys != self.len() {
-            return Err(self.attach(Error::corrupt(
-                "table header key count",
-                24,
-                format!("{keys} (keys decoded)"),
-                self.len(),
-            )));
-        }
-        Ok(VerifyReport {
-            keys,
-            blocks: self.block_count(),
-        })
     }
 }
 
