@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod bucket;
 pub mod build;
+mod interleave;
 internal_mod!(manifest);
 pub mod query;
 

@@ -17,10 +17,6 @@ use super::Index;
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 use crate::table::Table;
-use crate::table::scan::{RangeScan, Step};
-
-/// Most probes per query decoded round-robin (every design without a probe radius fits).
-const MAX_INTERLEAVED: usize = 64;
 
 /// A stored fingerprint within the query distance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -80,6 +76,15 @@ pub(crate) struct Work {
     pub(crate) blocks: u64,
     pub(crate) keys: u64,
     pub(crate) candidates: u64,
+}
+
+impl Work {
+    pub(crate) fn add(&mut self, w: &Work) {
+        self.probes += w.probes;
+        self.blocks += w.blocks;
+        self.keys += w.keys;
+        self.candidates += w.candidates;
+    }
 }
 
 /// Anything laid out like an index's tables (same design, same permutations): the tables
@@ -286,7 +291,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
         let mut work = Work::default();
-        if self.probes_per_query > MAX_INTERLEAVED as u64 {
+        if self.probes_per_query > super::interleave::MAX_INTERLEAVED as u64 {
             // Designs with a probe radius make hundreds of probes: prefetch them all, then
             // decode one after another.
             for (t, p) in self.tables.iter().zip(&self.probers) {
@@ -300,77 +305,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 true
             })?;
         } else {
-            self.interleaved(fp, k, &mut work, out)?;
+            self.interleaved(fp, k, &mut work, |m| out.push(m))?;
         }
         out.sort_unstable();
         out.dedup();
         Ok(work)
-    }
-
-    /// Plan, prefetch, then decode round-robin: locate every probe's block and start loading
-    /// it, open every block (its first key), then decode one key of each open probe in turn.
-    /// The t probes of a query are independent, so their cache misses overlap and so do their
-    /// serial decode chains (each key needs the one before it). Matches with repeats.
-    #[inline(always)]
-    fn interleaved(&self, fp: u64, k: u32, work: &mut Work, out: &mut Vec<Match>) -> Result<()> {
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
-        let mut planned = 0;
-        let cold = self.cold.load(Relaxed);
-        if cold && self.cold_ticks.fetch_add(1, Relaxed) % 256 == 255 {
-            // Reading ahead costs a system call per probe: stop once the tables are in memory.
-            self.judge_residency();
-        }
-        for (t, (table, p)) in self.tables.iter().zip(&self.probers).enumerate() {
-            let q = p.permutation.apply(fp);
-            for &flip in &p.flips {
-                let (lo, hi) = p.range(q, flip);
-                work.probes += 1;
-                let b = table.find_block(lo) as u64;
-                if b < table.block_count() {
-                    if cold {
-                        table.will_need_block(b);
-                    }
-                    table.prefetch_block(b);
-                    plan[planned] = (t, q, lo, hi, b);
-                    planned += 1;
-                }
-            }
-        }
-        let mut live = Vec::with_capacity(planned);
-        for &(t, q, lo, hi, b) in &plan[..planned] {
-            let scan = RangeScan::open(&self.tables[t], b, lo, hi, &mut work.blocks)?;
-            live.push((scan, q, &self.probers[t].inverse));
-        }
-        let mut j = 0;
-        while !live.is_empty() {
-            if j >= live.len() {
-                j = 0;
-            }
-            let (scan, q, inverse) = &mut live[j];
-            match scan.step(&mut work.keys) {
-                Step::Key(key) => {
-                    let d = (key ^ *q).count_ones();
-                    if d <= k {
-                        work.candidates += 1;
-                        out.push(Match {
-                            distance: d,
-                            fingerprint: inverse.apply(key),
-                        });
-                    }
-                    j += 1;
-                }
-                Step::Below => j += 1,
-                Step::BlockEnd => {
-                    if !scan.advance(&mut work.blocks)? {
-                        live.swap_remove(j);
-                    }
-                }
-                Step::Done => {
-                    live.swap_remove(j);
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Every stored fingerprint within Hamming distance `k` of `fp`, each once, ordered by
@@ -456,11 +395,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 let mut buf = Vec::new();
                 let mut work = Work::default();
                 for &fp in qs {
-                    let w = self.near_work(fp, k, &mut buf)?;
-                    work.probes += w.probes;
-                    work.blocks += w.blocks;
-                    work.keys += w.keys;
-                    work.candidates += w.candidates;
+                    work.add(&self.near_work(fp, k, &mut buf)?);
                     lens.push(buf.len());
                     all.extend_from_slice(&buf);
                 }
@@ -493,6 +428,41 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `near_many` equals `near`, for designs of few and many tables and with a probe radius.
+    #[test]
+    fn near_many_in_groups_equals_one_query_at_a_time() {
+        let mut s = 5;
+        let fps: Vec<u64> = (0..50_000)
+            .map(|_| crate::sample::splitmix64(&mut s))
+            .collect();
+        let queries: Vec<u64> = (0..2000)
+            .map(|i| match i % 3 {
+                0 => fps[i] ^ (1 << (i % 64)) ^ (1 << ((i * 7) % 64)),
+                1 => fps[i],
+                _ => crate::sample::splitmix64(&mut s),
+            })
+            .collect();
+        for design in ["4", "10", "m2c1r1"] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("idx");
+            let d = crate::Design::by_name(design, 3).unwrap();
+            let opts = crate::index::BuildOptions::default()
+                .with_k(3)
+                .with_design(crate::index::DesignChoice::Given(d));
+            crate::index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+            let idx = Index::open(&path).unwrap();
+            let many = idx.near_many(&queries, 3).unwrap();
+            for (i, &q) in queries.iter().enumerate() {
+                assert_eq!(
+                    many.get(i),
+                    &idx.near(q, 3).unwrap()[..],
+                    "design {design}, query {i}"
+                );
+            }
+            assert!(many.matches.len() >= 1300, "{}", many.matches.len());
+        }
+    }
 
     /// Reading ahead changes nothing but timing; once the tables are in memory it stops.
     #[test]
