@@ -72,18 +72,23 @@ pub fn verify(
         .par_iter()
         .with_min_len(256)
         .filter_map(|&(i, j, d)| {
-            let (a, b) = (&sets[i as usize], &sets[j as usize]);
-            if a.is_empty() || b.is_empty() {
-                return None;
-            }
-            // Size filter: |A ∩ B| <= min, |A ∪ B| >= max, so J <= min / max.
-            let (lo, hi) = (a.len().min(b.len()), a.len().max(b.len()));
-            if (lo as f64) < t * hi as f64 {
-                return None;
-            }
-            jaccard_at_least(a, b, t).map(|jac| (i, j, d, jac))
+            verify_pair(&sets[i as usize], &sets[j as usize], t).map(|jac| (i, j, d, jac))
         })
         .collect()
+}
+
+/// The rule [`verify`] applies to one pair of shingle sets: their Jaccard if it is at least
+/// `t`, else `None` (and `None` if either set is empty).
+pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    // Size filter: |A ∩ B| <= min, |A ∪ B| >= max, so J <= min / max.
+    let (lo, hi) = (a.len().min(b.len()), a.len().max(b.len()));
+    if (lo as f64) < t * hi as f64 {
+        return None;
+    }
+    jaccard_at_least(a, b, t)
 }
 
 /// Verification without materialized candidates: every pair (i, j), i < j, with
@@ -111,12 +116,7 @@ pub fn verify_scan(
                         continue;
                     }
                     c += 1;
-                    let b = &sets[j];
-                    let (lo, hi) = (a.len().min(b.len()), a.len().max(b.len()));
-                    if lo == 0 || (lo as f64) < t * hi as f64 {
-                        continue;
-                    }
-                    if let Some(jac) = jaccard_at_least(a, b, t) {
+                    if let Some(jac) = verify_pair(a, &sets[j], t) {
                         out.push((i as u32, j as u32, d, jac));
                     }
                 }

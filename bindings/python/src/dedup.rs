@@ -245,3 +245,54 @@ pub fn verify_texts<'py>(
         (out(py, a), out(py, b), out(py, d), out(py, j)),
     ))
 }
+
+/// The word 3-shingle Jaccard of each pair of texts `(a[i], b[i])` if it is at least `t`, else
+/// NaN: internal, the verification stage of `simdex.spark`. Each side is a list of str or an
+/// Arrow string array (as for `hash_arrow`); the rule is `simdex dedup --verify`'s.
+#[pyfunction]
+#[pyo3(signature = (a=None, b=None, arrow_a=None, arrow_b=None, *, t, html=false, threads=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn jaccard_pairs<'py>(
+    py: Python<'py>,
+    a: Option<Vec<String>>,
+    b: Option<Vec<String>>,
+    arrow_a: Option<crate::texts::ArrowSpec>,
+    arrow_b: Option<crate::texts::ArrowSpec>,
+    t: f64,
+    html: bool,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    use crate::texts::Texts;
+    use simdex::simhash::eval;
+    if !(t > 0.0 && t <= 1.0) {
+        return Err(invalid(format!("t = {t} is not in (0, 1]")));
+    }
+    let side = |v: Option<Vec<String>>, s: Option<crate::texts::ArrowSpec>| match (v, s) {
+        (Some(v), None) => Ok(Texts::Owned(v)),
+        // SAFETY: `simdex._arrow_spec` of a live array, held by the caller for the call.
+        (None, Some(s)) => unsafe { Texts::arrow(&s) }.map_err(crate::errors::to_py),
+        _ => Err(invalid(
+            "give each side as texts or as arrow, not both or neither",
+        )),
+    };
+    let (ta, tb) = (side(a, arrow_a)?, side(b, arrow_b)?);
+    if ta.len() != tb.len() {
+        return Err(invalid(format!(
+            "the two sides differ in length ({} and {})",
+            ta.len(),
+            tb.len()
+        )));
+    }
+    let jac = detached(py, threads, move || {
+        (0..ta.len())
+            .into_par_iter()
+            .with_min_len(64)
+            .map(|i| {
+                let sa = eval::shingle_set(&visible(ta.get(i)?, html), eval::TRUTH_SHINGLE);
+                let sb = eval::shingle_set(&visible(tb.get(i)?, html), eval::TRUTH_SHINGLE);
+                Ok(eval::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN))
+            })
+            .collect::<simdex::Result<Vec<f64>>>()
+    })?;
+    Ok(out(py, jac))
+}

@@ -28,6 +28,7 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text::doc_freqs, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::dedup_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::verify_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(dedup::jaccard_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(join::join_design, m)?)?;
     m.add_function(wrap_pyfunction!(join::bucket_keys, m)?)?;
     m.add_function(wrap_pyfunction!(join::bucket_pairs, m)?)?;

@@ -114,6 +114,22 @@ def test_dedup_equals_the_cli(spark, jsonl: Path, components: str) -> None:
     assert reasons == ["no 'id'", "no 'text' string", "not JSON"]
 
 
+def test_verified_dedup_equals_the_cli(spark, jsonl: Path) -> None:
+    r = ss.dedup(ss.read_corpus(spark, str(jsonl)), pairs=True, verify=0.5, candidate_k=7)
+    want = cli("dedup", "--jsonl", "--quiet", "--verify", "jaccard:0.5", "--candidate-k", "7", str(jsonl))
+    got = "".join(f"{p.id_a}\t{p.id_b}\t{p.distance}\t{p.jaccard:.4f}\n" for p in r.pairs.collect())
+    assert got == want and r.stats["verified_pairs"] == len(want.splitlines()) > 0
+    assert r.stats["candidate_pairs"] >= r.stats["verified_pairs"]
+    clusters = cli("dedup", "--jsonl", "--quiet", "--clusters", "--verify", "jaccard:0.5", "--candidate-k", "7", str(jsonl))
+    members: dict[str, list[str]] = defaultdict(list)
+    for d in r.docs.collect():
+        members[d.cluster_id].append(d.id)
+    got_sets = {frozenset(m) for m in members.values() if len(m) > 1}
+    assert got_sets == {frozenset(line.split("\t")) for line in clusters.splitlines()}
+    with pytest.raises(simdex.InvalidArgument, match="candidate_k"):
+        ss.dedup(ss.read_corpus(spark, str(jsonl)), verify=0.5, candidate_k=11)
+
+
 def test_spark_components_match_union_find(spark) -> None:
     """Large/small-star against union-find on a graph with long chains (diameter ~300)."""
     rng = np.random.default_rng(3)

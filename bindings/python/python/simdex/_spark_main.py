@@ -10,6 +10,17 @@ import sys
 import time
 
 
+def _jaccard(s: str) -> float:
+    """`jaccard:T` with T in (0, 1]."""
+    try:
+        t = float(s.removeprefix("jaccard:")) if s.startswith("jaccard:") else None
+    except ValueError:
+        t = None
+    if t is None or not 0 < t <= 1:
+        raise argparse.ArgumentTypeError(f"{s!r} is not jaccard:T with T in (0, 1]")
+    return t
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m simdex.spark",
@@ -36,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--pairs", action="store_true", help="also write every pair of rows")
     ap.add_argument("--components", choices=["auto", "driver", "spark"], default="auto")
     ap.add_argument("--driver-edge-limit", type=int, default=20_000_000)
+    ap.add_argument("--verify", metavar="jaccard:T", type=_jaccard,
+                    help="exact answers: keep candidate pairs whose word 3-shingle Jaccard >= T")
+    ap.add_argument("--candidate-k", type=int, default=7,
+                    help="with --verify: candidate distance (0..=7)")
     ap.add_argument("--against", metavar="INDEX",
                     help="check the input against a stored index instead (shards of its tables)")
     ap.add_argument("--shards", type=int, help="with --against: tasks (default: parallelism)")
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle,
                 weights=a.weights, idf=idf, html=a.html, design=a.design,
                 partitions=a.partitions, pairs=a.pairs, components=a.components,
-                driver_edge_limit=a.driver_edge_limit,
+                driver_edge_limit=a.driver_edge_limit, verify=a.verify,
+                candidate_k=a.candidate_k,
             )
             r.write(a.out, mode=mode)
             summary = r.stats

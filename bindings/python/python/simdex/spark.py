@@ -35,16 +35,25 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import Idf, Index, InvalidArgument, _hash
+from . import Idf, Index, InvalidArgument
 from . import distributed as dist
+from ._spark_stages import (
+    _driver_components,
+    _fp_column,
+    _hash_rows,
+    _join,
+    _learn_idf,
+    _name_stage,
+    _row_pairs,
+    _spark_components,
+    _verify,
+)
 
 __all__ = ["DedupResult", "dedup", "batch_against", "read_corpus"]
 
 # Rows of one partition the join stage holds at once (16 bytes each): the partition count is
 # chosen so that no partition's share of the shuffle exceeds it.
 _ROWS_PER_JOIN_PARTITION = 4_000_000
-# Rounds of large-star / small-star before giving up (it converges in O(log² n) rounds).
-_MAX_STAR_ROUNDS = 100
 
 
 @dataclass
@@ -104,173 +113,6 @@ def read_corpus(spark: Any, path: str, *, format: str | None = None, id_column: 
     )
 
 
-def _fp_column(col: Any, dtype: Any) -> Any:
-    """A fingerprint column as a signed 64-bit long (the bits of the unsigned fingerprint): long
-    and int columns as they are, strings as 16 hex digits (null if malformed)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType)):
-        return col.cast("long")
-    if isinstance(dtype, T.StringType):
-        s = F.lower(F.regexp_replace(F.trim(col), "^0x", ""))
-        ok = s.rlike("^[0-9a-f]{1,16}$")
-        # Two 32-bit halves, so the top bit lands in the long's sign (conv() alone saturates).
-        s16 = F.lpad(s, 16, "0")
-        hi = F.conv(F.substring(s16, 1, 8), 16, 10).cast("long")
-        lo = F.conv(F.substring(s16, 9, 8), 16, 10).cast("long")
-        signed = F.shiftleft(hi, 32).bitwiseOR(lo)
-        return F.when(ok, signed)
-    raise InvalidArgument(
-        f"fingerprint column has type {dtype.simpleString()}: give a long or a hex string"
-    )
-
-
-def _name_stage(spark: Any, what: str) -> None:
-    spark.sparkContext.setJobDescription(f"simdex: {what}")
-
-
-def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool) -> Idf:
-    """IDF weights by a distributed count: each batch's document frequencies, summed per
-    shingle (a null shingle carries the document count); only shingles in 2+ documents travel
-    to the driver (the rest weigh the default)."""
-    from pyspark.sql import functions as F
-
-    import pyarrow as pa
-
-    def count(batches: Iterator[Any]) -> Iterator[Any]:
-        for b in batches:
-            f, c, docs = dist.doc_freqs(b.column(0), shingle=shingle, html=html, threads=1)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(np.append(f.view(np.int64), 0), mask=np.arange(len(f) + 1) == len(f)),
-                 pa.array(np.append(c.view(np.int64), docs))],
-                ["feature", "count"],
-            )
-
-    _name_stage(spark, "idf: distributed document-frequency count")
-    common = (
-        texts.mapInArrow(count, "feature long, count long")
-        .groupBy("feature")
-        .agg(F.sum("count").alias("df"))
-        .where((F.col("df") > 1) | F.col("feature").isNull())
-    )
-    table = common.toArrow()
-    feature, df = table.column("feature"), table.column("df").to_numpy()
-    is_docs = feature.is_null().to_numpy(zero_copy_only=False)
-    docs = int(df[is_docs].sum())
-    feats = feature.drop_null().to_numpy().astype(np.int64).view(np.uint64)
-    counts = df[~is_docs].astype(np.int64).view(np.uint64)
-    return Idf.from_counts(np.ascontiguousarray(feats), np.ascontiguousarray(counts), docs,
-                           shingle=shingle)
-
-
-def _hash_rows(rows: Any, id_type: Any, shingle: int, idf_bc: Any, html: bool) -> Any:
-    """(row, id, fp, empty, bad_reason) for every (row, id, text, bad_reason) row: the good
-    rows hashed on the executors a batch at a time, the bad ones passed through (fp null)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyspark.sql import types as T
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        idf = idf_bc.value if idf_bc is not None else None
-        for b in batches:
-            good = pc.is_null(b.column(3)).to_numpy(zero_copy_only=False)
-            texts = pc.if_else(pa.array(good), b.column(2), pa.scalar("", b.column(2).type))
-            fps, empty = _hash(texts, shingle, idf, html, 1)
-            yield pa.RecordBatch.from_arrays(
-                [b.column(0), b.column(1), pa.array(fps.view(np.int64), mask=~good),
-                 pa.array(empty & good), b.column(3)],
-                ["row", "id", "fp", "empty", "bad_reason"],
-            )
-
-    schema = T.StructType([
-        T.StructField("row", T.LongType()),
-        T.StructField("id", id_type),
-        T.StructField("fp", T.LongType()),
-        T.StructField("empty", T.BooleanType()),
-        T.StructField("bad_reason", T.StringType()),
-    ])
-    return rows.mapInArrow(run, schema)
-
-
-def _join(spark: Any, distinct: Any, design: str, tables: int, k: int, parts: int) -> Any:
-    """Pairs (a, b, distance) of distinct fingerprints within k: one shuffle of every
-    fingerprint once per table, keyed by (table, bucket); each pair once."""
-    import pyarrow as pa
-
-    def explode(batches: Iterator[Any]) -> Iterator[Any]:
-        for b in batches:
-            fps = np.ascontiguousarray(b.column(0).to_numpy().view(np.uint64))
-            for t in range(tables):
-                keys = dist.bucket_keys(fps, design, k, t)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(np.full(len(fps), t, np.int32)), pa.array(keys.view(np.int64)),
-                     pa.array(fps.view(np.int64))],
-                    ["t", "bucket", "fp"],
-                )
-
-    def pairs(batches: Iterator[Any]) -> Iterator[Any]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
-            return
-        t_all = np.concatenate([b.column(0).to_numpy() for b in got])
-        fp_all = np.concatenate([b.column(2).to_numpy() for b in got]).view(np.uint64)
-        for t in np.unique(t_all):
-            fps = np.ascontiguousarray(fp_all[t_all == t])
-            i, j, d = dist.bucket_pairs(fps, design, k, int(t))
-            if len(i):
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(fps[i].view(np.int64)), pa.array(fps[j].view(np.int64)),
-                     pa.array(d.astype(np.int32))],
-                    ["a", "b", "distance"],
-                )
-
-    keyed = distinct.select("fp").mapInArrow(explode, "t int, bucket long, fp long")
-    return keyed.repartition(parts, "t", "bucket").mapInArrow(
-        pairs, "a long, b long, distance int"
-    )
-
-
-def _driver_components(spark: Any, edges: Any) -> Any:
-    """(node, root) for every node of the edges, by union-find on the driver."""
-    import pyarrow as pa
-
-    table = edges.select("a", "b").toArrow()
-    a = np.ascontiguousarray(table.column("a").to_numpy().view(np.uint64))
-    b = np.ascontiguousarray(table.column("b").to_numpy().view(np.uint64))
-    nodes, roots = dist.components(a, b)
-    labels = pa.table({"node": nodes.view(np.int64), "root": roots.view(np.int64)})
-    return spark.createDataFrame(labels)
-
-
-def _spark_components(spark: Any, edges: Any) -> tuple[Any, int]:
-    """(node, root) for every node of the edges by alternating large-star and small-star
-    (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii, SoCC 2014), and the rounds taken.
-    Stops when the edges form stars: every child has one parent, and no parent is a child."""
-    from pyspark.sql import functions as F
-
-    e = edges.select(F.col("a").alias("u"), F.col("b").alias("v")).where("u != v")
-    for rounds in range(1, _MAX_STAR_ROUNDS + 1):
-        # Large-star: link every larger neighbour of u to the least of u's neighbourhood.
-        both = e.union(e.select(F.col("v").alias("u"), F.col("u").alias("v"))).distinct()
-        m = both.groupBy("u").agg(F.least(F.min("v"), F.first("u")).alias("m"))
-        e = both.where("v > u").join(m, "u").select(F.col("v").alias("u"), F.col("m").alias("v"))
-        # Small-star: link u and its smaller neighbours to the least of them.
-        hl = e.select(F.greatest("u", "v").alias("hi"), F.least("u", "v").alias("lo")).distinct()
-        m = hl.groupBy("hi").agg(F.min("lo").alias("m"))
-        e = (
-            hl.join(m, "hi").select(F.col("lo").alias("u"), F.col("m").alias("v"))
-            .union(m.select(F.col("hi").alias("u"), F.col("m").alias("v")))
-            .where("u != v").distinct()
-        ).localCheckpoint(eager=True)
-        multi = e.groupBy("u").count().where("count > 1").limit(1).count()
-        chained = e.select(F.col("v").alias("u")).join(e.select("u"), "u", "left_semi").limit(1)
-        if multi == 0 and chained.count() == 0:
-            roots = e.select(F.col("v").alias("node"), F.col("v").alias("root")).distinct()
-            return e.select(F.col("u").alias("node"), F.col("v").alias("root")).union(roots), rounds
-    raise RuntimeError(f"connected components did not converge in {_MAX_STAR_ROUNDS} rounds")
-
-
 def dedup(
     df: Any,
     *,
@@ -287,6 +129,8 @@ def dedup(
     pairs: bool = False,
     components: str = "auto",
     driver_edge_limit: int = 20_000_000,
+    verify: float | None = None,
+    candidate_k: int = 7,
 ) -> DedupResult:
     """Cluster the near-duplicates of a DataFrame of documents (see the module docs).
 
@@ -297,6 +141,12 @@ def dedup(
     fingerprints). ``partitions`` sets the join's shuffle partitions. ``components`` is
     ``"auto"`` (driver when at most ``driver_edge_limit`` fingerprint pairs), ``"driver"`` or
     ``"spark"``. ``pairs=True`` also lists every pair of rows.
+
+    ``verify=T`` (texts only) gives exact answers, as ``simdex dedup --verify jaccard:T``: the
+    candidate pairs within ``candidate_k`` bits (0..=7, default 7; count weights unless
+    ``weights="idf"`` or ``idf=``) are kept only if their word 3-shingle sets have Jaccard >= T,
+    clusters come from kept pairs only, and pairs carry a ``jaccard`` column. The texts of the
+    candidate pairs are read again and joined to them.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -314,6 +164,17 @@ def dedup(
         if c not in df.columns:
             raise InvalidArgument(f"no column {c!r} in the input (columns: {df.columns})")
     src = text_column or fingerprint_column
+    if verify is not None:
+        if text_column is None:
+            raise InvalidArgument("verify needs the texts (text_column), not fingerprints")
+        if not 0 < verify <= 1:
+            raise InvalidArgument(f"verify = {verify} is not in (0, 1]")
+        if not 0 <= candidate_k <= 7:
+            raise InvalidArgument(f"candidate_k = {candidate_k} is not in 0..=7")
+        # The widest candidate net, as `simdex dedup --verify` casts it.
+        k = candidate_k
+        if weights == "auto":
+            weights = "count"
     if design is not None:
         dist.join_design(1, k, design)  # an unknown design, or one with radius > 0, fails here
     if text_column is not None and df.schema[text_column].dataType.simpleString() != "string":
@@ -389,25 +250,42 @@ def dedup(
     )
     n_fp_pairs = fp_pairs.count()
 
-    # 5. Clusters: components over distinct fingerprints, then rows by their fingerprint.
+    # 5. Clusters: components over distinct fingerprints, then rows by their fingerprint; or,
+    # verifying, components over the rows of the verified pairs.
+    verified = None
+    if verify is not None:
+        _name_stage(spark, f"verify: word 3-shingle Jaccard >= {verify} of candidate pairs")
+        candidates = _row_pairs(live, fp_pairs).persist(StorageLevel.MEMORY_AND_DISK)
+        n_candidates = candidates.count()
+        texts = rows.where(F.col("bad_reason").isNull()).select("row", F.col(text_column).alias("text"))
+        verified = _verify(candidates, texts, verify, html).persist(StorageLevel.MEMORY_AND_DISK)
+        edges = verified.select(F.col("ra").alias("a"), F.col("rb").alias("b"))
+    else:
+        edges = fp_pairs
+    n_edges = edges.count()
     use_driver = components == "driver" or (
-        components == "auto" and n_fp_pairs <= driver_edge_limit
+        components == "auto" and n_edges <= driver_edge_limit
     )
     _name_stage(spark, "components (" + ("driver union-find" if use_driver else "large/small-star") + ")")
     rounds = 0
     if use_driver:
-        labels = _driver_components(spark, fp_pairs)
+        labels = _driver_components(spark, edges)
     else:
-        labels, rounds = _spark_components(spark, fp_pairs)
-    labelled = (
-        good.join(labels.withColumnRenamed("node", "fp"), "fp", "left")
-        .select(
-            "row",
-            "empty",
-            # A featureless row is its own cluster: keyed by its row, apart from fingerprints.
-            F.when(F.col("empty"), F.col("row")).otherwise(F.coalesce("root", "fp")).alias("ckey"),
+        labels, rounds = _spark_components(spark, edges)
+    if verified is not None:
+        labelled = good.join(labels.withColumnRenamed("node", "row"), "row", "left").select(
+            "row", F.lit(False).alias("empty"), F.coalesce("root", "row").alias("ckey")
         )
-    )
+    else:
+        labelled = (
+            good.join(labels.withColumnRenamed("node", "fp"), "fp", "left")
+            .select(
+                "row",
+                "empty",
+                # A featureless row is its own cluster: keyed by its row, apart from fingerprints.
+                F.when(F.col("empty"), F.col("row")).otherwise(F.coalesce("root", "fp")).alias("ckey"),
+            )
+        )
     clusters = labelled.groupBy("empty", "ckey").agg(
         F.min("row").alias("keep_row"), F.count("*").alias("cluster_size")
     )
@@ -428,20 +306,11 @@ def dedup(
 
     pairs_out = None
     if pairs:
-        g1 = live.select(F.col("fp").alias("a"), F.col("row").alias("ra"))
-        g2 = live.select(F.col("fp").alias("b"), F.col("row").alias("rb"))
-        within = (
-            g1.join(g2, g1.a == g2.b).where("ra < rb").select("ra", "rb", F.lit(0).alias("distance"))
-        )
-        across = fp_pairs.join(g1, "a").join(g2, "b").select(
-            F.least("ra", "rb").alias("ra"), F.greatest("ra", "rb").alias("rb"), "distance"
-        )
         ida = ids.select(F.col("row").alias("ra"), F.col("id").alias("id_a"))
         idb = ids.select(F.col("row").alias("rb"), F.col("id").alias("id_b"))
-        pairs_out = (
-            within.union(across).join(ida, "ra").join(idb, "rb")
-            .orderBy("ra", "rb").select("id_a", "id_b", "distance")
-        )
+        cols = ["id_a", "id_b", "distance"] + (["jaccard"] if verified is not None else [])
+        found = verified if verified is not None else _row_pairs(live, fp_pairs)
+        pairs_out = found.join(ida, "ra").join(idb, "rb").orderBy("ra", "rb").select(*cols)
 
     _name_stage(spark, "cluster sizes")
     sizes = clusters.where("cluster_size > 1").agg(
@@ -452,6 +321,7 @@ def dedup(
     gb = groups.select(F.col("fp").alias("b"), F.col("copies").alias("cb"))
     cross = fp_pairs.join(ga, "a").join(gb, "b").agg(F.sum(F.col("ca") * F.col("cb"))).collect()[0][0]
     spark.sparkContext.setJobDescription(None)
+    n_pairs = n_edges if verified is not None else int(row_pairs) + int(cross or 0)
     stats = {
         "documents": n_good + n_bad,
         "bad": n_bad,
@@ -461,11 +331,14 @@ def dedup(
         "tables": tables,
         "join_partitions": parts,
         "fingerprint_pairs": n_fp_pairs,
-        "pairs": int(row_pairs) + int(cross or 0),
+        "pairs": n_pairs,
         "clusters": int(sizes["clusters"]),
         "removed": int(sizes["removed"] or 0),
         "components": "driver" if use_driver else f"spark ({rounds} rounds)",
     }
+    if verified is not None:
+        stats["candidate_pairs"] = n_candidates
+        stats["verified_pairs"] = n_edges
     return DedupResult(docs=docs_out, pairs=pairs_out, bad=bad, stats=stats)
 
 
