@@ -216,7 +216,7 @@ pub fn build(
             Base::Memory(v) => {
                 let mut keys: Vec<u64> = v.iter().map(|&x| td.permutation.apply(x)).collect();
                 keys.par_sort_unstable();
-                table::build_file(&path, &topts, || Ok(keys.iter().map(|&k| Ok(k))))?;
+                table::parallel::build_file_sorted(&path, &topts, &keys)?;
             }
             Base::File(base_path) => {
                 let runs = sorted_runs(base_path, &td.permutation, chunk_cap, spill.path(), i)?;
@@ -236,14 +236,18 @@ pub fn build(
     };
     let entries: Vec<TableEntry> = match &base.data {
         Base::Memory(_) => {
-            // Each table in flight holds a permuted copy of the base (8 bytes per key).
+            // Each table in flight holds a permuted copy of the base (8 bytes per key): as many
+            // at once as the budget allows, each sorted and encoded on all cores.
             let copies = (opts.mem_bytes / 8 / n.max(1)).saturating_sub(1).max(1) as usize;
-            let threads = copies.min(rayon::current_num_threads()).max(1);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .map_err(|e| Error::InvalidArgument(format!("thread pool: {e}")))?;
-            pool.install(|| (0..t).into_par_iter().map(build_one).collect::<Result<_>>())?
+            let mut entries = Vec::with_capacity(t);
+            for wave in (0..t).collect::<Vec<_>>().chunks(copies) {
+                let built: Vec<TableEntry> = wave
+                    .par_iter()
+                    .map(|&i| build_one(i))
+                    .collect::<Result<_>>()?;
+                entries.extend(built);
+            }
+            entries
         }
         Base::File(_) => (0..t).map(build_one).collect::<Result<_>>()?,
     };

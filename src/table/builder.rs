@@ -142,6 +142,17 @@ impl Histogram {
         Ok(())
     }
 
+    /// A histogram counted elsewhere (in parallel, over strictly ascending keys: no
+    /// duplicates): `freqs` of the symbols between consecutive keys, `distinct` keys.
+    pub(crate) fn from_parts(codec: Codec, freqs: [u64; NUM_SYMBOLS], distinct: u64) -> Histogram {
+        Histogram {
+            codec,
+            freqs,
+            dedup: Dedup::default(),
+            distinct,
+        }
+    }
+
     /// Distinct keys seen.
     pub fn distinct(&self) -> u64 {
         self.distinct
@@ -242,6 +253,37 @@ impl<W: Write + Seek> TableWriter<W> {
             let pushed = self.enc.push(key, &self.code)?;
             debug_assert!(pushed, "an empty block always takes a key");
         }
+        Ok(())
+    }
+
+    /// Append whole blocks encoded elsewhere with this writer's code (`table::parallel`): each
+    /// `block_size` bytes of `blocks` is sealed with its crc at its place in this table, and
+    /// `last_keys` holds each block's last key. `keys` is the number of keys they hold, all
+    /// greater than every key before. Only between whole blocks (not after `add`).
+    pub(crate) fn append_blocks(
+        &mut self,
+        blocks: &mut [u8],
+        last_keys: &[u64],
+        keys: u64,
+    ) -> Result<()> {
+        let b = self.header.block_size as usize;
+        debug_assert_eq!(self.enc.count(), 0, "append_blocks after add");
+        debug_assert_eq!(blocks.len(), last_keys.len() * b);
+        for (block, &last) in blocks.chunks_exact_mut(b).zip(last_keys) {
+            let offset = HEADER_LEN as u64 + self.blocks * b as u64;
+            let crc_at = b - crate::table::block::BLOCK_TRAILER_LEN;
+            let crc = crate::table::block::block_crc(offset, &block[..crc_at]);
+            block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+            self.w
+                .write_all(block)
+                .map_err(|e| Error::io(None, "write", e))?;
+            self.blocks += 1;
+            self.last_keys.push(last);
+            if self.last_keys.len() >= LAST_KEYS_IN_MEMORY {
+                self.spill_last_keys()?;
+            }
+        }
+        self.keys += keys;
         Ok(())
     }
 

@@ -6,6 +6,7 @@
 pub mod builder;
 internal_mod!(format);
 internal_mod!(block);
+pub(crate) mod parallel;
 pub(crate) mod readahead;
 pub mod reader;
 pub(crate) mod scan;
