@@ -13,7 +13,7 @@
 //! popcounts: [`join_design`] picks the radius-0 design that balances the two for `n`
 //! fingerprints.
 
-use crate::design::{Design, MAX_TABLES};
+use crate::design::{Design, MAX_TABLES, TableDesign};
 use crate::error::{Error, Result};
 
 /// Modelled cost, in nanoseconds, of moving one fingerprint of one table through a shuffle
@@ -55,8 +55,9 @@ pub fn join_design(n: u64, k: u32) -> Result<Design> {
         .ok_or_else(|| Error::InvalidArgument(format!("no radius-0 design for k = {k}")))
 }
 
-/// An error unless `design` has probe radius 0 and `table` is one of its tables.
-fn check(design: &Design, table: usize) -> Result<()> {
+/// An error unless `design` can drive a bucket join: probe radius 0, so that a table's
+/// candidates are exactly the fingerprints sharing its prefix.
+pub fn check_join_design(design: &Design) -> Result<()> {
     if design.radius() != 0 {
         return Err(Error::InvalidArgument(format!(
             "design {} probes with radius {}: a bucket join needs radius 0 (exact prefix \
@@ -65,6 +66,12 @@ fn check(design: &Design, table: usize) -> Result<()> {
             design.radius()
         )));
     }
+    Ok(())
+}
+
+/// An error unless `design` has probe radius 0 and `table` is one of its tables.
+fn check(design: &Design, table: usize) -> Result<()> {
+    check_join_design(design)?;
     if table >= design.tables().len() {
         return Err(Error::InvalidArgument(format!(
             "table {table} is out of range: design {} has {} tables",
@@ -75,15 +82,27 @@ fn check(design: &Design, table: usize) -> Result<()> {
     Ok(())
 }
 
+/// The top `prefix_bits` bits of the permuted fingerprint, right-aligned (0 for none).
+#[inline]
+fn prefix(t: &TableDesign, fp: u64) -> u64 {
+    t.permutation
+        .apply(fp)
+        .checked_shr(64 - t.prefix_bits)
+        .unwrap_or(0)
+}
+
 /// The bucket of fingerprint `fp` in table `table`: its permuted prefix (the top
 /// `prefix_bits` bits of the permuted fingerprint, right-aligned; 0 for an empty prefix).
 pub fn bucket_key(design: &Design, table: usize, fp: u64) -> Result<u64> {
     check(design, table)?;
+    Ok(prefix(&design.tables()[table], fp))
+}
+
+/// [`bucket_key`] of every fingerprint of `fps` (the design checked once).
+pub fn bucket_keys(design: &Design, table: usize, fps: &[u64]) -> Result<Vec<u64>> {
+    check(design, table)?;
     let t = &design.tables()[table];
-    Ok(t.permutation
-        .apply(fp)
-        .checked_shr(64 - t.prefix_bits)
-        .unwrap_or(0))
+    Ok(fps.iter().map(|&f| prefix(t, f)).collect())
 }
 
 /// Every pair `(i, j, distance)` of `fps` (indexes, `fps[i] < fps[j]`, distance ≤ `k`) that
@@ -119,12 +138,12 @@ pub fn bucket_pairs(
         .map(|(i, &f)| (t.permutation.apply(f), i as u32))
         .collect();
     keyed.sort_unstable();
-    let prefix = |p: u64| p.checked_shr(64 - t.prefix_bits).unwrap_or(0);
+    let top = |p: u64| p.checked_shr(64 - t.prefix_bits).unwrap_or(0);
     let mut out = Vec::new();
     let mut start = 0;
     while start < keyed.len() {
-        let bucket = prefix(keyed[start].0);
-        let end = start + keyed[start..].partition_point(|&(p, _)| prefix(p) == bucket);
+        let bucket = top(keyed[start].0);
+        let end = start + keyed[start..].partition_point(|&(p, _)| top(p) == bucket);
         let run = &keyed[start..end];
         for (x, &(_, i)) in run.iter().enumerate() {
             let a = fps[i as usize];

@@ -315,7 +315,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 disk as f64 * 8.0 / self.len() as f64 / self.tables.len() as f64
             },
             memory_bytes: mem,
-            probes_per_query: self.probers.iter().map(|p| p.flips.len() as u64).sum(),
+            probes_per_query: self.probes_per_query,
         }
     }
 

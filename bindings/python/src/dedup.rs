@@ -69,15 +69,16 @@ impl RowJoin {
     }
 }
 
-/// Join the components of `a` and `b` (the root is the smaller row).
-fn union(parent: &mut [usize], a: usize, b: usize) {
+/// Join the components of `a` and `b` (the root is the smaller index).
+pub fn union(parent: &mut [usize], a: usize, b: usize) {
     let (ra, rb) = (find(parent, a), find(parent, b));
     if ra != rb {
         parent[ra.max(rb)] = ra.min(rb);
     }
 }
 
-fn find(parent: &mut [usize], mut x: usize) -> usize {
+/// The root of `x`'s component (halving the path on the way).
+pub fn find(parent: &mut [usize], mut x: usize) -> usize {
     while parent[x] != x {
         parent[x] = parent[parent[x]];
         x = parent[x];
@@ -267,15 +268,9 @@ pub fn jaccard_pairs<'py>(
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("t = {t} is not in (0, 1]")));
     }
-    let side = |v: Option<Vec<String>>, s: Option<crate::texts::ArrowSpec>| match (v, s) {
-        (Some(v), None) => Ok(Texts::Owned(v)),
-        // SAFETY: `simdex._arrow_spec` of a live array, held by the caller for the call.
-        (None, Some(s)) => unsafe { Texts::arrow(&s) }.map_err(crate::errors::to_py),
-        _ => Err(invalid(
-            "give each side as texts or as arrow, not both or neither",
-        )),
-    };
-    let (ta, tb) = (side(a, arrow_a)?, side(b, arrow_b)?);
+    // SAFETY: `simdex._arrow_spec` of live arrays, held by the caller for the call.
+    let ta = unsafe { Texts::either(a, arrow_a, "side a") }.map_err(crate::errors::to_py)?;
+    let tb = unsafe { Texts::either(b, arrow_b, "side b") }.map_err(crate::errors::to_py)?;
     if ta.len() != tb.len() {
         return Err(invalid(format!(
             "the two sides differ in length ({} and {})",

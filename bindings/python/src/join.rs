@@ -7,6 +7,7 @@ use simdex::Design;
 use simdex::index::bucket;
 
 use crate::arrays::{out, u64_array};
+use crate::dedup::{find, union};
 use crate::errors::{detached, to_py};
 
 /// The name of the radius-0 design a distributed self-join of `n` fingerprints at distance `k`
@@ -18,7 +19,7 @@ pub fn join_design(n: u64, k: u32, name: Option<&str>) -> PyResult<(String, usiz
         None => bucket::join_design(n, k).map_err(to_py)?,
         Some(name) => {
             let d = design(name, k)?;
-            bucket::bucket_key(&d, 0, 0).map_err(to_py)?;
+            bucket::check_join_design(&d).map_err(to_py)?;
             d
         }
     };
@@ -42,12 +43,7 @@ pub fn bucket_keys<'py>(
     let d = self::design(design, k)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
-    bucket::bucket_key(&d, table, 0).map_err(to_py)?;
-    let keys = detached(py, None, move || {
-        fps.iter()
-            .map(|&f| bucket::bucket_key(&d, table, f))
-            .collect()
-    })?;
+    let keys = detached(py, None, move || bucket::bucket_keys(&d, table, fps))?;
     Ok(out(py, keys))
 }
 
@@ -110,18 +106,8 @@ pub fn components<'py>(
         let at = |x: u64| nodes.binary_search(&x).expect("every end is a node");
         // Union-find over positions; the root is the smallest position, so the smallest node.
         let mut parent: Vec<usize> = (0..nodes.len()).collect();
-        fn find(p: &mut [usize], mut x: usize) -> usize {
-            while p[x] != x {
-                p[x] = p[p[x]];
-                x = p[x];
-            }
-            x
-        }
         for (&x, &y) in a.iter().zip(b) {
-            let (rx, ry) = (find(&mut parent, at(x)), find(&mut parent, at(y)));
-            if rx != ry {
-                parent[rx.max(ry)] = rx.min(ry);
-            }
+            union(&mut parent, at(x), at(y));
         }
         let roots: Vec<u64> = (0..nodes.len())
             .map(|i| nodes[find(&mut parent, i)])

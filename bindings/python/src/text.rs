@@ -88,12 +88,8 @@ pub fn doc_freqs<'py>(
     threads: Option<usize>,
 ) -> PyResult<DocFreqs<'py>> {
     let h = hasher(shingle, None)?;
-    let t = match (texts, arrow) {
-        (Some(v), None) => Texts::Owned(v),
-        // SAFETY: as for `hash_arrow`.
-        (None, Some(a)) => unsafe { Texts::arrow(&a) }.map_err(to_py)?,
-        _ => return Err(invalid("give texts or arrow, not both or neither")),
-    };
+    // SAFETY: as for `hash_arrow`.
+    let t = unsafe { Texts::either(texts, arrow, "the texts") }.map_err(to_py)?;
     let (f, c, n) = detached(py, threads, move || {
         let counter = crate::texts::doc_freqs(&t, &h, html)?;
         let n = counter.docs();

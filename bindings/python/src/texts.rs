@@ -50,6 +50,26 @@ pub enum ArrowOffsets<'a> {
 pub struct ArrowSpec(usize, usize, usize, usize, usize, usize, bool);
 
 impl Texts<'_> {
+    /// Texts given either as Python strings or as an Arrow array (exactly one of the two);
+    /// `what` names the argument pair in the error.
+    ///
+    /// # Safety
+    /// As for [`Texts::arrow`].
+    pub unsafe fn either(
+        texts: Option<Vec<String>>,
+        arrow: Option<ArrowSpec>,
+        what: &str,
+    ) -> simdex::Result<Texts<'static>> {
+        match (texts, arrow) {
+            (Some(v), None) => Ok(Texts::Owned(v)),
+            // SAFETY: the caller's contract.
+            (None, Some(a)) => unsafe { Texts::arrow(&a) },
+            _ => Err(simdex::Error::InvalidArgument(format!(
+                "give {what} as texts or as arrow, not both or neither"
+            ))),
+        }
+    }
+
     /// The texts of an Arrow array, read in place.
     ///
     /// # Safety

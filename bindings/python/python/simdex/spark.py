@@ -260,9 +260,9 @@ def dedup(
         texts = rows.where(F.col("bad_reason").isNull()).select("row", F.col(text_column).alias("text"))
         verified = _verify(candidates, texts, verify, html).persist(StorageLevel.MEMORY_AND_DISK)
         edges = verified.select(F.col("ra").alias("a"), F.col("rb").alias("b"))
+        n_edges = edges.count()
     else:
-        edges = fp_pairs
-    n_edges = edges.count()
+        edges, n_edges = fp_pairs, n_fp_pairs
     use_driver = components == "driver" or (
         components == "auto" and n_edges <= driver_edge_limit
     )
@@ -316,12 +316,16 @@ def dedup(
     sizes = clusters.where("cluster_size > 1").agg(
         F.count("*").alias("clusters"), F.sum(F.col("cluster_size") - 1).alias("removed")
     ).collect()[0]
-    row_pairs = groups.agg(F.sum(F.col("copies") * (F.col("copies") - 1) / 2)).collect()[0][0] or 0
-    ga = groups.select(F.col("fp").alias("a"), F.col("copies").alias("ca"))
-    gb = groups.select(F.col("fp").alias("b"), F.col("copies").alias("cb"))
-    cross = fp_pairs.join(ga, "a").join(gb, "b").agg(F.sum(F.col("ca") * F.col("cb"))).collect()[0][0]
+    if verified is not None:
+        n_pairs = n_edges
+    else:
+        # Row pairs without listing them: copies of one fingerprint, then joined fingerprints.
+        row_pairs = groups.agg(F.sum(F.col("copies") * (F.col("copies") - 1) / 2)).collect()[0][0]
+        ga = groups.select(F.col("fp").alias("a"), F.col("copies").alias("ca"))
+        gb = groups.select(F.col("fp").alias("b"), F.col("copies").alias("cb"))
+        cross = fp_pairs.join(ga, "a").join(gb, "b").agg(F.sum(F.col("ca") * F.col("cb")))
+        n_pairs = int(row_pairs or 0) + int(cross.collect()[0][0] or 0)
     spark.sparkContext.setJobDescription(None)
-    n_pairs = n_edges if verified is not None else int(row_pairs) + int(cross or 0)
     stats = {
         "documents": n_good + n_bad,
         "bad": n_bad,
