@@ -83,15 +83,77 @@ fn batch_equals_brute_force_for_every_design_and_k() {
                 brute_within(&bset, k),
                 "design {design} k {k} within"
             );
-            assert_eq!(
-                r.keys_scanned,
-                sset.len() as u64 * idx.design().tables().len() as u64
-            );
+            // A batch this size against 4 002 keys touches most blocks, never more than all.
+            assert!(r.keys_scanned <= sset.len() as u64 * idx.design().tables().len() as u64);
         }
         assert!(
             idx.batch_near(&batch, &BatchOptions::default().with_k(4))
                 .is_err()
         );
+    }
+}
+
+/// A small batch against a larger stored set decodes only the blocks a probe can reach (the
+/// work follows the batch), and stays exact where one probed prefix spans many blocks, at the
+/// first and last blocks, on every adversarial set, and across shards.
+#[test]
+fn small_batches_skip_blocks_and_stay_exact() {
+    let mut s = 77;
+    let mut sets = adversarial_sets();
+    // 12 000 keys that differ only in their low 14 bits: under a permutation that keeps those
+    // bits out of the prefix, one prefix spans hundreds of blocks.
+    let base = 0x5A5A_0F0F_3C3C_0000u64;
+    sets.push((
+        "one_prefix_many_blocks",
+        sorted_set(
+            &(0..12_000)
+                .map(|i| base ^ (i * 1361 % 16384))
+                .collect::<Vec<_>>(),
+        ),
+    ));
+    let mut big = random_keys(30_000, 5);
+    big.extend([0, u64::MAX]);
+    sets.push(("random_30000", sorted_set(&big)));
+    for (name, stored) in &sets {
+        let sset: BTreeSet<u64> = stored.iter().copied().collect();
+        let mut batch: Vec<u64> = (0..12)
+            .filter(|_| !stored.is_empty())
+            .map(|i| {
+                let f = stored[(splitmix(&mut s) % stored.len() as u64) as usize];
+                flip_bits(f, i % 4, &mut s)
+            })
+            .collect();
+        batch.extend(random_keys(8, s));
+        batch.extend([0, 1, u64::MAX, base ^ 3]);
+        if let (Some(&lo), Some(&hi)) = (stored.first(), stored.last()) {
+            batch.extend([lo, hi, lo ^ 4, hi ^ (1 << 63)]);
+        }
+        let bset: BTreeSet<u64> = batch.iter().copied().collect();
+        for design in ["10", "m2c1r1"] {
+            let dir = tempfile::tempdir().unwrap();
+            let idx = build(&dir.path().join("i"), stored, design, 128);
+            let r = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
+            assert_eq!(
+                r.pairs,
+                brute_pairs(&bset, &sset, 3),
+                "{name}, design {design}"
+            );
+            let mut merged = Vec::new();
+            for i in 0..3 {
+                let opts = BatchOptions::default().with_shard(Shard { index: i, count: 3 });
+                merged.extend(idx.batch_near(&batch, &opts).unwrap().pairs);
+            }
+            merged.sort();
+            assert_eq!(merged, r.pairs, "{name}, design {design}, 3 shards");
+            let all = sset.len() as u64 * idx.design().tables().len() as u64;
+            if *name == "random_30000" {
+                assert!(
+                    r.keys_scanned * 4 < all,
+                    "{name}, design {design}: {} of {all} keys decoded",
+                    r.keys_scanned
+                );
+            }
+        }
     }
 }
 
