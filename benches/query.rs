@@ -3,7 +3,9 @@
 //! thread. Prints a table (markdown) for BENCHMARKS.md.
 //!
 //! `cargo bench --bench query` (n = 1M and 10M; ~2 min);
-//! `SIMDEX_BENCH_SIZES=1000000 SIMDEX_BENCH_BLOCKS=256,1024 cargo bench --bench query` to choose.
+//! `SIMDEX_BENCH_SIZES=1000000 SIMDEX_BENCH_BLOCKS=256,1024 cargo bench --bench query` to choose;
+//! `SIMDEX_BENCH_DESIGNS=10,16,auto` picks designs and `SIMDEX_BENCH_RAW=0` drops the raw
+//! baseline (8 bytes per fingerprint per table in RAM), e.g. for the opt-in 100M rows.
 
 use std::time::{Duration, Instant};
 
@@ -88,6 +90,12 @@ fn main() {
     }
     let sizes = env_list("SIMDEX_BENCH_SIZES", &[1_000_000, 10_000_000]);
     let blocks = env_list("SIMDEX_BENCH_BLOCKS", &[1024, 256]);
+    let designs: Vec<String> = std::env::var("SIMDEX_BENCH_DESIGNS")
+        .unwrap_or_else(|_| "4,10,16,20,m2c1r1,auto".into())
+        .split(',')
+        .map(|d| d.trim().to_string())
+        .collect();
+    let with_raw = std::env::var("SIMDEX_BENCH_RAW").map_or(true, |v| v != "0");
     let k = 3;
     println!(
         "| n | design | tables | B | compressed µs/query | queries/s | raw µs/query | compressed/raw | bits/fp/table | reader RAM | raw RAM | build s (M fp/s) |"
@@ -119,17 +127,15 @@ fn main() {
             1.0 / scan.as_secs_f64(),
             n as f64 * 8.0 / 1048576.0
         );
-        let runs = ["4", "10", "16", "20", "m2c1r1", "auto"]
-            .into_iter()
-            .flat_map(|name| {
-                // Both codecs for the design `auto` picks; h-delta for the rest.
-                let codecs: &[Codec] = if name == "auto" {
-                    &Codec::ALL
-                } else {
-                    &[Codec::HDelta]
-                };
-                codecs.iter().map(move |&c| (name, c))
-            });
+        let runs = designs.iter().map(String::as_str).flat_map(|name| {
+            // Both codecs for the design `auto` picks; h-delta for the rest.
+            let codecs: &[Codec] = if name == "auto" {
+                &Codec::ALL
+            } else {
+                &[Codec::HDelta]
+            };
+            codecs.iter().map(move |&c| (name, c))
+        });
         for (name, codec) in runs {
             for &b in &blocks {
                 let design = if name == "auto" {
@@ -154,7 +160,7 @@ fn main() {
                 for t in idx.tables() {
                     t.verify().unwrap();
                 }
-                let raw = (design.radius() == 0).then(|| RawIndex::new(&design, &fps));
+                let raw = (with_raw && design.radius() == 0).then(|| RawIndex::new(&design, &fps));
                 let (c, found_c) = time_per_query(&queries, |q| idx.near(q, k).unwrap().len());
                 let raw_t = raw.as_ref().map(|r| {
                     let (t, found_r) = time_per_query(&queries, |q| r.near(q, k, 0).len());

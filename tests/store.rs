@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use common::{flip_bits, splitmix};
+use common::{flip_bits, random_keys, splitmix};
 use simdex::index::DesignChoice;
 use simdex::store::{CreateOptions, Store, StoreMatch, StoreOptions, SyncPolicy};
 
@@ -738,4 +738,28 @@ fn a_missing_log_is_refused_not_skipped() {
         e.is_corruption() && e.to_string().contains("without a gap"),
         "{e}"
     );
+}
+
+#[test]
+fn a_populated_store_answers_alike_across_compactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    Store::create(&path, &CreateOptions::default().with_expected_keys(10_000)).unwrap();
+    let store = Store::open(&path, &StoreOptions::default().with_populate(true)).unwrap();
+    let fps = random_keys(5_000, 4);
+    let pairs: Vec<(u64, u64)> = fps
+        .iter()
+        .enumerate()
+        .map(|(i, &f)| (f, i as u64))
+        .collect();
+    store.insert_many(&pairs[..2_500]).unwrap();
+    store.compact().unwrap();
+    store.insert_many(&pairs[2_500..]).unwrap();
+    let reader =
+        Store::open_read_only_with(&path, &StoreOptions::default().with_populate(true)).unwrap();
+    for (i, &f) in fps.iter().enumerate().step_by(37) {
+        let m = store.near(f, 3).unwrap();
+        assert!(m.iter().any(|m| m.fingerprint == f && m.ids == [i as u64]));
+        assert_eq!(reader.near(f, 3).unwrap(), m);
+    }
 }

@@ -45,14 +45,14 @@ def make_data(n: int, m: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
     return fps, q
 
 
-def simdex_rows(exe: str, d: Path, fps: np.ndarray, q: np.ndarray) -> tuple[list, str]:
+def simdex_rows(exe: str, d: Path, fps: np.ndarray, q: np.ndarray, mem: str) -> tuple[list, str]:
     idx = d / f"idx-{len(fps)}"
     raw = d / f"fps-{len(fps)}.u64"
     qf = d / f"q-{len(fps)}-{len(q)}.u64"
     if not idx.exists():
         fps.tofile(raw)
         subprocess.run([exe, "build", "--input", str(raw), "--format", "u64", "--out", str(idx),
-                        "--k", "3", "--quiet"], check=True)
+                        "--k", "3", "--mem", mem, "--quiet"], check=True)
         raw.unlink()
     q.tofile(qf)
     stats = subprocess.run([exe, "stats", str(idx)], check=True, capture_output=True, text=True).stdout
@@ -103,14 +103,20 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--dir", default="target/compare")
+    ap.add_argument("--build-mem", default="4G", help="simdex build --mem (sort budget)")
+    ap.add_argument("--faiss", default="2x32n1,4x16n0",
+                    help="faiss MultiHash configurations, NHASHxBITSnNFLIP, comma-separated "
+                         "(at 100M each takes ~18 GB: run one at a time where memory is short)")
     a = ap.parse_args()
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
     fps, q = make_data(a.n, a.queries)
-    rows, design = simdex_rows(a.simdex, d, fps, q)
+    rows, design = simdex_rows(a.simdex, d, fps, q, a.build_mem)
     import multiprocessing as mp
 
-    for nhash, b, nflip in ((2, 32, 1), (4, 16, 0)):
+    configs = [tuple(map(int, re.fullmatch(r"(\d+)x(\d+)n(\d+)", c).groups()))
+               for c in a.faiss.split(",") if c]
+    for nhash, b, nflip in configs:
         # Each in a fresh process, so that its resident-memory growth is its own.
         with mp.get_context("fork").Pool(1) as pool:
             rows += pool.apply(faiss_rows, (fps, q, nhash, b, nflip))

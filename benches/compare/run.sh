@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # simdex beside faiss IndexBinaryMultiHash on the same data, in one run (opt-in, not in CI).
 #
-#   bash benches/compare/run.sh [N] [QUERIES]      # default 10000000 100000
+#   bash benches/compare/run.sh [N] [QUERIES] [compare.py options]   # default 10000000 100000
 #
 # Builds the release CLI, creates a virtual environment (target/compare-venv) with faiss-cpu and
 # numpy, and runs compare.py, which prints the table and the ratios. Results: BENCHMARKS.md.
@@ -15,4 +15,4 @@ if [ ! -x "$venv/bin/python" ]; then
     "$venv/bin/pip" install --quiet numpy faiss-cpu
 fi
 exec "$venv/bin/python" benches/compare/compare.py --simdex target/release/simdex \
-    --n "${1:-10000000}" --queries "${2:-100000}" --dir target/compare
+    --n "${1:-10000000}" --queries "${2:-100000}" --dir target/compare "${@:3}"

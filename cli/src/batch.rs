@@ -103,7 +103,7 @@ pub fn run(a: Args) -> Result<()> {
     if !a.quiet {
         eprintln!(
             "batch of {} against {} stored (shard {}/{}): {} pairs, {} inside the batch; \
-             {} stored keys scanned in {:.2?} ({:.1} M keys/s)",
+             {} stored keys decoded in {:.2?} ({:.1} M keys/s)",
             batch.len(),
             idx.len(),
             shard.index,

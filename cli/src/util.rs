@@ -87,7 +87,15 @@ pub fn human_bytes(b: f64) -> String {
 /// Open a store read-only, printing on stderr what recovery found (a torn or damaged log
 /// tail is never dropped silently).
 pub fn open_store_read_only(dir: &std::path::Path) -> Result<simdex::Store> {
-    let s = simdex::Store::open_read_only(dir)?;
+    open_store_read_only_with(dir, &simdex::StoreOptions::default())
+}
+
+/// As [`open_store_read_only`], with options (e.g. `populate`).
+pub fn open_store_read_only_with(
+    dir: &std::path::Path,
+    opts: &simdex::StoreOptions,
+) -> Result<simdex::Store> {
+    let s = simdex::Store::open_read_only_with(dir, opts)?;
     for w in s.recovery().warnings() {
         eprintln!("simdex: warning: {w}");
     }

@@ -911,6 +911,13 @@ fn query_timing_reports_library_time_and_work_per_query() {
         "{err}"
     );
     assert!(err.contains("µs/query") && err.contains("probes"), "{err}");
+    // --populate maps the tables first; the answers are the same.
+    let o = simdex(
+        &["query", "idx", "--input", "f.hex", "--populate", "--timing"],
+        None,
+        d,
+    );
+    assert_eq!(ok(&o), out);
     // Without --timing, nothing on stderr.
     let o = simdex(&["query", "idx", "--input", "f.hex"], None, d);
     ok(&o);

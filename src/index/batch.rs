@@ -134,7 +134,8 @@ pub struct BatchResult {
     /// Pairs inside the batch (batch < stored), sorted, each once; empty unless requested
     /// and this is shard 0.
     pub within: Vec<Pair>,
-    /// Stored keys decoded over all tables (the work done).
+    /// Stored keys decoded over all tables (the work done; blocks that no probe of the batch
+    /// can reach are skipped, so a small batch decodes a small part of each table).
     pub keys_scanned: u64,
 }
 

@@ -128,7 +128,7 @@ impl Store {
             self.opts.mem_bytes,
             &self.opts.progress,
         )?;
-        let new_gen = Arc::new(Generation::open(&self.dir, target)?);
+        let new_gen = Arc::new(Generation::open(&self.dir, target, self.opts.populate)?);
         let current = Current {
             generation: target,
             block_size: layout.block_size,

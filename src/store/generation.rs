@@ -24,8 +24,8 @@ use super::delta::Layer;
 use super::ids::{IDS_BLOCK_SIZE, IdMap, IdsWriter};
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::index::Index;
 use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry, table_file_name};
+use crate::index::{Index, OpenOptions};
 use crate::progress::ProgressHandle;
 use crate::table::{self, TableOptions};
 
@@ -129,10 +129,11 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// Open generation `number` of the store in `store_dir`.
-    pub fn open(store_dir: &Path, number: u64) -> Result<Generation> {
+    /// Open generation `number` of the store in `store_dir` (`populate`: see
+    /// [`crate::index::OpenOptions::populate`]).
+    pub fn open(store_dir: &Path, number: u64, populate: bool) -> Result<Generation> {
         let dir = store_dir.join(dir_name(number));
-        let index = Index::open(&dir)?;
+        let index = Index::open_with(&dir, &OpenOptions::default().with_populate(populate))?;
         let ids = IdMap::open(&dir.join(IDS_NAME))?;
         if ids.fingerprints() != index.len() {
             return Err(Error::corrupt(

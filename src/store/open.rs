@@ -92,6 +92,12 @@ impl Store {
     /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
     /// to the moment of opening. Safe beside a running writer.
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
+        Store::open_read_only_with(dir, &StoreOptions::default())
+    }
+
+    /// As [`open_read_only`](Self::open_read_only), with options (of which only
+    /// [`populate`](StoreOptions::populate) applies to a reader).
+    pub fn open_read_only_with(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
         // A writer may commit a compaction (and remove the old generation and logs) while we
         // open; every such case surfaces as "not found" with CURRENT moved, and is retried. A
         // file missing while CURRENT stays put is really missing: that error, with its path.
@@ -100,7 +106,7 @@ impl Store {
         let mut last = None;
         for attempt in 0..100u64 {
             let before = live();
-            match Store::open_inner(dir, &StoreOptions::default(), true) {
+            match Store::open_inner(dir, opts, true) {
                 Err(e) if e.io_error().map(|s| s.kind()) == Some(std::io::ErrorKind::NotFound) => {
                     if before.is_some() && before == live() {
                         return Err(e);
@@ -186,7 +192,7 @@ impl Store {
                 }
             }
         }
-        let generation = Generation::open(dir, g)?;
+        let generation = Generation::open(dir, g, opts.populate)?;
         let mut active = Layer::new(perms_of(&generation));
         let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created

@@ -60,6 +60,9 @@ pub struct StoreOptions {
     pub mem_bytes: u64,
     /// Progress reports of compactions, rebuilds and merges (which may cancel them).
     pub progress: ProgressHandle,
+    /// Read and map every table page of each generation as it is opened (see
+    /// [`crate::index::OpenOptions::populate`]): no page faults on the query path.
+    pub populate: bool,
 }
 
 impl Default for StoreOptions {
@@ -69,6 +72,7 @@ impl Default for StoreOptions {
             max_delta: 1 << 20,
             mem_bytes: 1 << 30,
             progress: ProgressHandle::none(),
+            populate: false,
         }
     }
 }
@@ -92,6 +96,11 @@ impl StoreOptions {
     /// Progress reports and cancellation of compactions, rebuilds and merges.
     pub fn with_progress(mut self, progress: ProgressHandle) -> Self {
         self.progress = progress;
+        self
+    }
+    /// Read and map every table page of each generation as it is opened.
+    pub fn with_populate(mut self, populate: bool) -> Self {
+        self.populate = populate;
         self
     }
 }

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, Shard};
+use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, OpenOptions, Shard};
 use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
-use crate::errors::{detached, to_py};
+use crate::errors::{detached, invalid, to_py};
 
 /// The two ways an index is held: mapped files (the default) or bytes read into memory.
 enum Held {
@@ -107,16 +107,23 @@ impl PyIndex {
     }
 
     /// Open the index at `path`; `in_memory=True` reads its files into memory instead of
-    /// mapping them (immune to files changed underneath).
+    /// mapping them (immune to files changed underneath); `populate=True` maps every page at
+    /// open (no page faults on the query path).
     #[staticmethod]
-    #[pyo3(signature = (path, *, in_memory=false))]
-    fn open(py: Python<'_>, path: PathBuf, in_memory: bool) -> PyResult<PyIndex> {
+    #[pyo3(signature = (path, *, in_memory=false, populate=false))]
+    fn open(py: Python<'_>, path: PathBuf, in_memory: bool, populate: bool) -> PyResult<PyIndex> {
+        if in_memory && populate {
+            return Err(invalid(
+                "in_memory=True and populate=True exclude each other (populate maps the files)",
+            ));
+        }
         let p = path.clone();
         let held = detached(py, None, move || {
             Ok(if in_memory {
                 Held::Memory(Index::open_in_memory(&p)?)
             } else {
-                Held::Mapped(Index::open(&p)?)
+                let opts = OpenOptions::default().with_populate(populate);
+                Held::Mapped(Index::open_with(&p, &opts)?)
             })
         })?;
         Ok(PyIndex { held, path })

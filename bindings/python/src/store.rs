@@ -50,7 +50,7 @@ type Rows<'py> = (
 impl PyStore {
     /// Open the store at `path` (see the stubs for every option).
     #[new]
-    #[pyo3(signature = (path, *, create=false, k=3, design="auto", codec="h-delta", block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false))]
+    #[pyo3(signature = (path, *, create=false, k=3, design="auto", codec="h-delta", block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -65,6 +65,7 @@ impl PyStore {
         max_delta: u64,
         mem_bytes: u64,
         read_only: bool,
+        populate: bool,
     ) -> PyResult<PyStore> {
         if create && read_only {
             return Err(invalid("create=True and read_only=True exclude each other"));
@@ -72,7 +73,8 @@ impl PyStore {
         let opts = StoreOptions::default()
             .with_sync(sync.parse().map_err(to_py)?)
             .with_max_delta(max_delta)
-            .with_mem_bytes(mem_bytes);
+            .with_mem_bytes(mem_bytes)
+            .with_populate(populate);
         let copts = CreateOptions::default()
             .with_k(k)
             .with_design(design_choice(design))
@@ -85,7 +87,7 @@ impl PyStore {
                 Store::create(&p, &copts)?;
             }
             if read_only {
-                Store::open_read_only(&p)
+                Store::open_read_only_with(&p, &opts)
             } else {
                 Store::open(&p, &opts)
             }

@@ -92,9 +92,14 @@ def test_batch_equals_brute_force(index: tuple[simdex.Index, np.ndarray]) -> Non
 def test_in_memory_open_and_threads(index: tuple[simdex.Index, np.ndarray]) -> None:
     idx, fps = index
     mem = simdex.Index.open(idx.path, in_memory=True)
+    populated = simdex.Index.open(idx.path, populate=True)
     a = idx.near_many(fps[:500])
     b = mem.near_many(fps[:500], threads=1)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    c = populated.near_many(fps[:500])
+    assert all(np.array_equal(x, y) for x, y in zip(a, c))
+    with pytest.raises(simdex.InvalidArgument, match="exclude each other"):
+        simdex.Index.open(idx.path, in_memory=True, populate=True)
     results: list[tuple] = []
 
     def worker() -> None:
@@ -181,7 +186,7 @@ def test_store_round_trip_threads_and_errors(tmp_path: Path) -> None:
         assert st["k"] == 3 and st["design"] == "4"
     with pytest.raises(simdex.Error, match="closed"):
         s.near(1)
-    ro = simdex.Store(path, read_only=True)
+    ro = simdex.Store(path, read_only=True, populate=True)
     assert ro.ids_of(int(fps[5])).size >= 1
     with pytest.raises(simdex.InvalidArgument):
         ro.insert(fps[:1], ids[:1])

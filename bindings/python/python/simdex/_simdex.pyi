@@ -67,8 +67,12 @@ class Index:
         """Build an index at ``path`` (which must not exist) and open it. Duplicates and any
         order are fine; ``k`` is the largest distance it must answer exactly."""
     @staticmethod
-    def open(path: _Path, *, in_memory: bool = False) -> Index:
-        """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead)."""
+    def open(path: _Path, *, in_memory: bool = False, populate: bool = False) -> Index:
+        """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead).
+
+        ``populate=True`` reads every table into the page cache and maps all its pages now
+        (Linux; ignored elsewhere): no page faults while querying, latency flat from the first
+        query, at the cost of open time. For services that open once and query for long."""
     def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32]:
         """(fingerprints, distances) within ``k`` (default: the index's k), by distance."""
     def has_near(self, fingerprint: int, k: int | None = None) -> bool:
@@ -136,9 +140,11 @@ class Store:
         max_delta: int = 1 << 20,
         mem_bytes: int = 1 << 30,
         read_only: bool = False,
+        populate: bool = False,
     ) -> None:
         """Open the store at ``path``, creating it first if ``create`` and it does not exist.
-        ``sync`` is ``"per-write"``, ``"group:<ms>"`` or ``"manual"``."""
+        ``sync`` is ``"per-write"``, ``"group:<ms>"`` or ``"manual"``; ``populate=True`` maps
+        every table page of each generation as it is opened (see ``Index.open``)."""
     def insert(self, fingerprints: _U64, ids: _U64) -> None:
         """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``."""
     def delete(self, ids: _U64) -> None:
