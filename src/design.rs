@@ -422,9 +422,11 @@ impl Design {
     }
 
     /// The design with the least expected work per query for `n` keys (see [`Cost`]), among
-    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`] tables.
+    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`] tables, costed at
+    /// the smallest automatic block size: the design a build with `--design auto` and
+    /// `--block-size auto` picks.
     pub fn auto(n: u64, k: u32) -> Result<Design> {
-        Design::auto_with_budget(n, k, DEFAULT_MAX_TABLES, crate::table::DEFAULT_BLOCK_SIZE)
+        Design::auto_with_budget(n, k, DEFAULT_MAX_TABLES, AUTO_BLOCK_SIZES[0])
     }
 
     /// As [`auto`](Self::auto) with an explicit table budget and block size.
@@ -494,6 +496,13 @@ impl Design {
         let bits = crate::table::information_bound(n.max(1)) + 2.5;
         let keys_per_block = keys_per_block(n, block_size);
         let blocks = (nf / keys_per_block).max(1.0);
+        let table_bytes = nf * bits / 8.0;
+        // Once the index outgrows the CPU caches, each probe's block is a cache miss and a TLB
+        // miss whose page walk itself misses more often the larger the mapping: ~90 ns per
+        // doubling of the index beyond 64 MiB. Fitted to the query bench (one thread, pages
+        // mapped) at 1M, 10M and 100M; see BENCHMARKS.md, "Batch skips blocks; populate".
+        let index_bytes = table_bytes * self.tables.len() as f64;
+        let miss = 90.0 * (index_bytes / (64u64 << 20) as f64).log2().max(0.0);
         let mut probes = 0.0;
         let mut candidates = 0.0;
         let mut work = 0.0;
@@ -506,9 +515,8 @@ impl Design {
             // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
             let search = 80.0 + 4.0 * blocks.log2();
             let decoded = keys_per_block / 2.0 + per_probe;
-            work += pr * (search + 11.0 * decoded + 2.0 * per_probe);
+            work += pr * (search + miss + 11.0 * decoded + 2.0 * per_probe);
         }
-        let table_bytes = nf * bits / 8.0;
         Cost {
             probes,
             candidates,
@@ -609,6 +617,22 @@ mod tests {
             let b = auto_block_size(n as u64, 20);
             assert!(b >= last);
             last = b;
+        }
+    }
+
+    #[test]
+    fn auto_picks_the_designs_measured_fastest() {
+        // One thread, pages mapped, uniform random fingerprints (BENCHMARKS.md, issue 16): at
+        // 1M design 4 (2.1 µs) beat 10 (3.6); at 10M 10 (7.5) beat 4 (8.6) and 16 (14.5); at
+        // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
+        // (5.2-5.9), which the model without its cache-miss term picked.
+        for (n, k, want) in [
+            (1_000_000, 3, "4"),
+            (10_000_000, 3, "10"),
+            (100_000_000, 3, "10"),
+            (100_000_000, 2, "m3c1r0"),
+        ] {
+            assert_eq!(Design::auto(n, k).unwrap().name(), want, "n = {n}, k = {k}");
         }
     }
 
