@@ -152,6 +152,7 @@ impl<D: AsRef<[u8]>> Table<D> {
             &bytes[foff..toff as usize],
         )?;
         let mut last_keys = Vec::with_capacity(n as usize);
+        super::readahead::huge_pages(&mut last_keys);
         for (i, c) in arr.chunks_exact(8).enumerate() {
             let k = LE::read_u64(c);
             if let Some(&p) = last_keys.last()
