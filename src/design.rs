@@ -500,7 +500,7 @@ impl Design {
         // Once the index outgrows the CPU caches, each probe's block is a cache miss and a TLB
         // miss whose page walk itself misses more often the larger the mapping: ~90 ns per
         // doubling of the index beyond 64 MiB. Fitted to the query bench (one thread, pages
-        // mapped) at 1M, 10M and 100M; see BENCHMARKS.md, "Batch skips blocks; populate".
+        // mapped) at 1M, 10M and 100M; see BENCHMARKS.md, issue 16, third step.
         let index_bytes = table_bytes * self.tables.len() as f64;
         let miss = 90.0 * (index_bytes / (64u64 << 20) as f64).log2().max(0.0);
         let mut probes = 0.0;
