@@ -96,3 +96,26 @@ fn designs_over_the_budget_are_refused_before_building() {
         }
     }
 }
+
+/// Tables open in parallel, yet with several tables damaged the error always names the first
+/// of them, as a sequential open would.
+#[test]
+fn with_several_tables_damaged_the_first_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let fps = simdex::sample::random(20_000, 3);
+    let opts = BuildOptions::default().with_design(DesignChoice::Named("10".into()));
+    index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+    for t in [3, 7, 9] {
+        // The last byte before the trailer is the footer's: its crc no longer matches.
+        let f = path.join(format!("table-{t:02}.sxt"));
+        let mut b = std::fs::read(&f).unwrap();
+        let n = b.len();
+        b[n - 40] ^= 0x10;
+        std::fs::write(&f, b).unwrap();
+    }
+    for _ in 0..32 {
+        let e = Index::open(&path).unwrap_err().to_string();
+        assert!(e.contains("table-03.sxt"), "{e}");
+    }
+}
