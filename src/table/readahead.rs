@@ -20,6 +20,19 @@ impl<D: AsRef<[u8]>> Table<D> {
         will_need(self.block_bytes(i));
     }
 
+    /// Ask the kernel to start reading blocks `blocks` (in range) that are not in memory: one
+    /// request for the whole run, read sequentially. A hint, as [`will_need_block`](Self::will_need_block).
+    pub(crate) fn will_need_blocks(&self, blocks: std::ops::Range<u64>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let base = self.bytes().as_ptr() as usize;
+        let start = self.block_bytes(blocks.start).as_ptr() as usize - base;
+        let last = self.block_bytes(blocks.end - 1);
+        let end = last.as_ptr() as usize + last.len() - base;
+        will_need(&self.bytes()[start..end]);
+    }
+
     /// The fraction of a sample of the table's pages that is in memory (1.0 off Unix, and for
     /// tables read into the heap).
     pub(crate) fn resident_fraction(&self) -> f64 {
