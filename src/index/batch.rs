@@ -8,7 +8,7 @@
 //! The pass decodes only blocks that can hold a probed prefix: the smallest probe prefix not
 //! yet passed picks the next block through the in-memory last-key array. A batch as large as
 //! the table touches every block (a sequential scan); a batch of 1M against 1B stored touches
-//! about one block in sixteen per table, so the work follows the batch, not the stored set.
+//! about one block in ten per table, so the work follows the batch, not the stored set.
 //!
 //! ```text
 //!  F table i (on disk, decoded block by block) ──► f'                       (ascending)
@@ -255,9 +255,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 at += step;
             }
         }
-        if b.len() >= 1024 {
-            self.judge_residency(); // the page cache may have dropped the tables since open
-        }
+        self.judge_residency_for(b.len());
         let cold = self.cold.load(std::sync::atomic::Ordering::Relaxed);
         let total_blocks: u64 = items.iter().map(|(_, r)| r.end - r.start).sum();
         let pb = &opts.progress;
@@ -287,15 +285,16 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 // Decode only blocks that can hold a probed prefix: when the batch is small
                 // against the table (1M against 1B), most blocks hold none and are skipped
                 // through the last-key array, so the work follows the batch, not the table.
-                while let Some(next) = joiner.next_prefix() {
-                    if block >= range.end {
+                while block < range.end {
+                    let Some(next) = joiner.next_prefix() else {
                         break;
-                    }
+                    };
                     if t.last_keys()[block as usize] < next {
-                        block = block.max(t.find_block(next) as u64);
-                    }
-                    if block >= range.end {
-                        break;
+                        // Every key of this block is below `next`: jump to its block (later).
+                        block = t.find_block(next) as u64;
+                        if block >= range.end {
+                            break;
+                        }
                     }
                     if read_ahead && block + window / 2 >= requested {
                         let from = requested.max(block);

@@ -195,6 +195,14 @@ impl NearMany {
 }
 
 impl<D: AsRef<[u8]> + Sync> Index<D> {
+    /// Judge residency again before a call of `queries` lookups if it is large enough (1024 or
+    /// more) for the page cache to have dropped the tables since the last judgement to matter.
+    pub(crate) fn judge_residency_for(&self, queries: usize) {
+        if queries >= 1024 {
+            self.judge_residency();
+        }
+    }
+
     /// Sample the tables' pages and decide whether queries read ahead (`table::readahead`):
     /// when less than 90% of the sample is in memory.
     pub(crate) fn judge_residency(&self) {
@@ -381,9 +389,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// returned as one flat array in input order.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
         self.check_k(k)?;
-        if fps.len() >= 1024 {
-            self.judge_residency(); // the page cache may have dropped the tables since
-        }
+        self.judge_residency_for(fps.len());
         // Chunks of queries per task: each task fills one flat buffer, so there is one
         // allocation per chunk rather than per query, and one counter update per chunk.
         const CHUNK: usize = 256;

@@ -66,7 +66,7 @@ impl Table<Mmap> {
     /// Map and open the table file at `path`; with `populate`, read the whole file into the
     /// page cache and enter every page in the process's page tables now (`MAP_POPULATE` on
     /// Linux; ignored elsewhere), so that no query takes a page fault later.
-    pub fn open_with(path: impl AsRef<Path>, populate: bool) -> Result<Table<Mmap>> {
+    pub(crate) fn open_with(path: impl AsRef<Path>, populate: bool) -> Result<Table<Mmap>> {
         let path = path.as_ref();
         let file =
             std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
