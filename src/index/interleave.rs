@@ -1,11 +1,13 @@
 //! The hot loop of queries: plan, prefetch (and read ahead), then decode round-robin.
 //!
-//! For each query, every probe's block is located in its table's last-key array and its first
-//! cache lines are prefetched (and, while the tables are out of memory, `madvise`d: see
-//! `table::readahead`); then every block is opened and one key of each open probe is decoded in
-//! turn. Probes are independent, so their cache misses overlap and so do their serial decode
-//! chains (each key needs the one before it). Decoding the probes of several queries together
-//! (for designs of few tables) was measured and gained nothing: BENCHMARKS.md.
+//! For each query, every probe's search is prefetched in rounds — the directory entries of all
+//! probes, then their last keys, then (each block located) their blocks' first cache lines,
+//! `madvise`d too while the tables are out of memory (see `table::readahead`) — and then every
+//! block is opened and one key of each open probe is decoded in turn. Probes are independent,
+//! so their cache misses overlap and so do their serial decode chains (each key needs the one
+//! before it). Prefetching the next query's directory entries during this one, and decoding
+//! the probes of several queries together (for designs of few tables), were measured and
+//! gained nothing: BENCHMARKS.md.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -36,20 +38,31 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             // Reading ahead costs a system call per probe: stop once the tables are in memory.
             self.judge_residency();
         }
+        let mut probes = [(0usize, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
+        let mut n = 0;
         for (t, (table, p)) in self.tables.iter().zip(&self.probers).enumerate() {
             let q = p.permutation.apply(fp);
             for &flip in &p.flips {
                 let (lo, hi) = p.range(q, flip);
                 work.probes += 1;
-                let b = table.find_block(lo) as u64;
-                if b < table.block_count() {
-                    if cold {
-                        table.will_need_block(b);
-                    }
-                    table.prefetch_block(b);
-                    plan[planned] = (t, q, lo, hi, b);
-                    planned += 1;
+                table.prefetch_directory(lo);
+                probes[n] = (t, q, lo, hi);
+                n += 1;
+            }
+        }
+        for &(t, _, lo, _) in &probes[..n] {
+            self.tables[t].prefetch_slice(lo);
+        }
+        for &(t, q, lo, hi) in &probes[..n] {
+            let table = &self.tables[t];
+            let b = table.find_block(lo) as u64;
+            if b < table.block_count() {
+                if cold {
+                    table.will_need_block(b);
                 }
+                table.prefetch_block(b);
+                plan[planned] = (t, q, lo, hi, b);
+                planned += 1;
             }
         }
         let mut live = Vec::with_capacity(planned);

@@ -300,12 +300,19 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         out.clear();
         let mut work = Work::default();
         if self.probes_per_query > super::interleave::MAX_INTERLEAVED as u64 {
-            // Designs with a probe radius make hundreds of probes: prefetch them all, then
-            // decode one after another.
-            for (t, p) in self.tables.iter().zip(&self.probers) {
-                let q = p.permutation.apply(fp);
-                for &flip in &p.flips {
-                    t.prefetch(p.range(q, flip).0);
+            // Designs with a probe radius make hundreds of probes: prefetch them all (each
+            // search's directory entry, then its last keys, then its block), then decode one
+            // after another.
+            for stage in [
+                Table::prefetch_directory,
+                Table::prefetch_slice,
+                Table::prefetch,
+            ] {
+                for (t, p) in self.tables.iter().zip(&self.probers) {
+                    let q = p.permutation.apply(fp);
+                    for &flip in &p.flips {
+                        stage(t, p.range(q, flip).0);
+                    }
                 }
             }
             self.probe(&self.tables[..], fp, k, &mut work, |m| {

@@ -6,6 +6,7 @@
 pub mod builder;
 internal_mod!(format);
 internal_mod!(block);
+mod directory;
 pub(crate) mod parallel;
 pub(crate) mod readahead;
 pub mod reader;

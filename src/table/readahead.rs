@@ -48,11 +48,11 @@ impl<D: AsRef<[u8]>> Table<D> {
 /// are 16 MiB per table, so with 4 KiB pages each probe also misses the TLB and walks the page
 /// tables; 2 MiB pages cover them in a few dozen TLB entries. Measured at 100M (design 10, one
 /// thread, interleaved pairs): about 1.1x (BENCHMARKS.md).
-pub(crate) fn huge_pages(v: &mut Vec<u64>) {
+pub(crate) fn huge_pages<T>(v: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;
-        let bytes = v.capacity() * 8;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
         if bytes < HUGE {
             return;
         }
