@@ -14,7 +14,8 @@
 //! exactly log2 of the scale factor (64 − log2 n + log2 e), and the codecs' excess over the bound
 //! is nearly independent of n (the second table checks that on the measured series), so
 //! bits(8e9) = bound(8e9) + excess(largest n measured). Keys per block scale inversely with bits
-//! per key, which gives the last-key array (8 bytes per block) at 8e9.
+//! per key, which gives the reader's memory at 8e9: the last-key array (8 bytes per block) and
+//! its search directory (at most 1 byte per block).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -163,7 +164,7 @@ fn main() {
     for d in &designs {
         print!(" design {} ({} tables) GB |", d.name(), d.tables().len());
     }
-    println!(" RAM per table (last keys) | RAM, 20 tables |");
+    println!(" RAM per table (last keys, directory) | RAM, 20 tables |");
     print!("|---|---|---|---|---|");
     for _ in &designs {
         print!("---|");
@@ -173,7 +174,7 @@ fn main() {
         let bits = bound8 + (r.bits - information_bound(r.n));
         let gb = N_8E9 as f64 * bits / 8.0 / 1e9;
         let kpb = r.keys_per_block * r.bits / bits;
-        let ram = N_8E9 as f64 / kpb * 8.0;
+        let ram = N_8E9 as f64 / kpb * 9.0;
         print!(
             "| {} | {} | {:.2} | {:.1} | {:.1}% |",
             r.codec,

@@ -33,8 +33,12 @@ pub const MAX_TABLES: usize = 64;
 pub const MAX_PROBES: u64 = 1 << 16;
 /// The table-count budget [`Design::auto`] works under by default.
 pub const DEFAULT_MAX_TABLES: usize = 20;
-/// Reader memory (last-key arrays over all tables) that [`auto_block_size`] stays within.
+/// Reader memory (last-key arrays and their directories over all tables) that
+/// [`auto_block_size`] stays within.
 pub const AUTO_BLOCK_RAM_BUDGET: u64 = 1 << 30;
+/// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
+/// searches the last keys.
+const READER_BYTES_PER_BLOCK: f64 = 9.0;
 /// Block sizes [`auto_block_size`] chooses from, smallest (fastest queries) first.
 pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
@@ -51,8 +55,8 @@ pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
 ///
 /// A probe decodes half a block on average (~10 ns per key on the development machine), so small
 /// blocks make queries fast: at B = 256 the compressed index matches or beats the same design
-/// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array costs 8 bytes per
-/// block per table, which at billions of keys is gigabytes; there larger blocks are the only way
+/// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
+/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes; there larger blocks are the only way
 /// to keep the index's memory small.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {
     AUTO_BLOCK_SIZES
@@ -60,7 +64,7 @@ pub fn auto_block_size(n: u64, tables: usize) -> u32 {
         .copied()
         .find(|&b| {
             let blocks = (n as f64 / keys_per_block(n, b)).ceil();
-            blocks * 8.0 * tables as f64 <= AUTO_BLOCK_RAM_BUDGET as f64
+            blocks * READER_BYTES_PER_BLOCK * tables as f64 <= AUTO_BLOCK_RAM_BUDGET as f64
         })
         .unwrap_or(AUTO_BLOCK_SIZES[AUTO_BLOCK_SIZES.len() - 1])
 }
@@ -522,7 +526,7 @@ impl Design {
             candidates,
             work_ns: work,
             disk_bytes: table_bytes * self.tables.len() as f64,
-            memory_bytes: blocks * 8.0 * self.tables.len() as f64,
+            memory_bytes: blocks * READER_BYTES_PER_BLOCK * self.tables.len() as f64,
         }
     }
 }
@@ -538,7 +542,7 @@ pub struct Cost {
     pub work_ns: f64,
     /// Estimated bytes on disk for all tables.
     pub disk_bytes: f64,
-    /// Estimated bytes of reader memory (last-key arrays).
+    /// Estimated bytes of reader memory (last-key arrays and their directories).
     pub memory_bytes: f64,
 }
 

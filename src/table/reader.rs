@@ -1,7 +1,8 @@
 //! Reading a table: zero-copy over any byte slice (a `Vec` in tests, an mmap in production).
 //!
 //! Opening validates the header, trailer and footer and copies the last-key array into memory
-//! (8 bytes per block): that array is what picks the one block a lookup decodes. Blocks are
+//! (8 bytes per block, plus at most 1 of `directory` to search it): that array is what picks
+//! the one block a lookup decodes. Blocks are
 //! checked (crc32) and decoded only when a query reaches them; [`Table::verify`] is the separate
 //! full pass.
 
