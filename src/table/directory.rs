@@ -70,35 +70,32 @@ impl Directory {
         self.starts.capacity() * 4
     }
 
-    /// The blocks `lo..hi` of `last_keys` (the array the directory was built from) among which
-    /// the first block whose last key is `>= key` lies, as `lo + (its index in lo..hi)`, or
-    /// `hi` when all of `lo..hi` are below `key`. `None` when the directory is empty.
+    /// The blocks `lo..hi` of `last_keys` (the array the directory was built from) to search
+    /// for the first block whose last key is `>= key`: that block is
+    /// `lo + last_keys[lo..hi].partition_point(|&k| k < key)`. `None` when the directory is
+    /// empty.
     #[inline(always)]
     pub(crate) fn slice(&self, key: u64) -> Option<(usize, usize)> {
-        let starts = self.starts.as_slice();
-        if starts.is_empty() {
-            return None;
-        }
-        if key <= self.first {
-            return Some((0, 0));
-        }
-        let n = starts[starts.len() - 1] as usize;
-        if key > self.last {
-            return Some((n, n));
-        }
-        let s = ((key - self.first) >> self.shift) as usize;
-        Some((starts[s] as usize, starts[s + 1] as usize))
+        let n = *self.starts.last()? as usize;
+        Some(match self.slot(key) {
+            Some(s) => (self.starts[s] as usize, self.starts[s + 1] as usize),
+            None if key <= self.first => (0, 0),
+            None => (n, n),
+        })
     }
 
-    /// The directory entry a search of `key` will read, for a prefetch (`None` if it reads
-    /// none).
+    /// The directory entry a search of `key` reads, for a prefetch (`None` if it reads none).
     #[inline(always)]
     pub(crate) fn entry_ptr(&self, key: u64) -> Option<*const u8> {
-        if self.starts.is_empty() || key <= self.first || key > self.last {
-            return None;
-        }
-        let s = ((key - self.first) >> self.shift) as usize;
+        let s = self.slot(key)?;
         Some((&self.starts[s] as *const u32).cast())
+    }
+
+    /// The slice of a key in `first + 1..=last`; `None` for keys outside (and for every key
+    /// when the directory is empty: then `first == last`).
+    #[inline(always)]
+    fn slot(&self, key: u64) -> Option<usize> {
+        (key > self.first && key <= self.last).then(|| ((key - self.first) >> self.shift) as usize)
     }
 }
 
