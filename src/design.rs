@@ -35,7 +35,13 @@ pub const MAX_PROBES: u64 = 1 << 16;
 pub const DEFAULT_MAX_TABLES: usize = 20;
 /// Reader memory (last-key arrays and their directories over all tables) that
 /// [`auto_block_size`] stays within.
-pub const AUTO_BLOCK_RAM_BUDGET: u64 = 1 << 30;
+///
+/// 2 GiB keeps 256-byte blocks up to about 10^9 fingerprints with the 10 tables `auto` picks
+/// there: at 100M, 512-byte blocks made queries 1.7x slower (decoding twice the keys), and
+/// 2 GiB is under 4% of such an index, whose blocks must be in the page cache for fast queries
+/// anyway. Beyond that, larger blocks keep the reader's memory bounded (BENCHMARKS.md, issue
+/// 16, fourth step).
+pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
 /// searches the last keys.
 const READER_BYTES_PER_BLOCK: f64 = 9.0;
@@ -615,6 +621,10 @@ mod tests {
     fn auto_block_size_is_small_until_memory_forbids() {
         assert_eq!(auto_block_size(1_000_000, 20), 256);
         assert_eq!(auto_block_size(100_000_000, 10), 256);
+        // The 10 tables `auto` picks at 1B still fit 256-byte blocks in the budget.
+        assert_eq!(Design::auto(1_000_000_000, 3).unwrap().tables().len(), 10);
+        assert_eq!(auto_block_size(1_000_000_000, 10), 256);
+        assert_eq!(auto_block_size(2_000_000_000, 10), 512);
         assert!(auto_block_size(8_000_000_000, 20) > 1024);
         let mut last = 0;
         for n in [1e6, 1e7, 1e8, 1e9, 1e10] {

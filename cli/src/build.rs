@@ -40,7 +40,7 @@ pub struct LayoutArgs {
     #[arg(long, default_value = "auto")]
     pub design: String,
     /// Block size in bytes (power of two, 128..=65536), or auto: the smallest of 256..4096 whose
-    /// in-memory last-key arrays (and their directories) fit in 1 GiB (small blocks, fast
+    /// in-memory last-key arrays (and their directories) fit in 2 GiB (small blocks, fast
     /// queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,

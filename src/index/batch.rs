@@ -8,7 +8,7 @@
 //! The pass decodes only blocks that can hold a probed prefix: the smallest probe prefix not
 //! yet passed picks the next block through the in-memory last-key array. A batch as large as
 //! the table touches every block (a sequential scan); a batch of 1M against 1B stored touches
-//! about one block in ten per table, so the work follows the batch, not the stored set.
+//! about one block in twenty per table, so the work follows the batch, not the stored set.
 //!
 //! ```text
 //!  F table i (on disk, decoded block by block) ──► f'                       (ascending)
