@@ -62,8 +62,8 @@ pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
 /// A probe decodes half a block on average (~10 ns per key on the development machine), so small
 /// blocks make queries fast: at B = 256 the compressed index matches or beats the same design
 /// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
-/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes; there larger blocks are the only way
-/// to keep the index's memory small.
+/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
+/// there larger blocks are the only way to keep the index's memory small.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {
     AUTO_BLOCK_SIZES
         .iter()
