@@ -26,10 +26,8 @@ impl<D: AsRef<[u8]>> Table<D> {
         if blocks.is_empty() {
             return;
         }
-        let base = self.bytes().as_ptr() as usize;
-        let start = self.block_bytes(blocks.start).as_ptr() as usize - base;
-        let last = self.block_bytes(blocks.end - 1);
-        let end = last.as_ptr() as usize + last.len() - base;
+        let start = self.block_offset(blocks.start) as usize;
+        let end = self.block_offset(blocks.end) as usize;
         will_need(&self.bytes()[start..end]);
     }
 

@@ -2,9 +2,8 @@
 //!
 //! Opening validates the header, trailer and footer and copies the last-key array into memory
 //! (8 bytes per block, plus at most 1 of `directory` to search it): that array is what picks
-//! the one block a lookup decodes. Blocks are
-//! checked (crc32) and decoded only when a query reaches them; [`Table::verify`] is the separate
-//! full pass.
+//! the one block a lookup decodes. Blocks are checked (crc32) and decoded only when a query
+//! reaches them; [`Table::verify`] is the separate full pass.
 
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
