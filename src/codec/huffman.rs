@@ -202,13 +202,32 @@ fn package_merge(freqs: &[u64; NUM_SYMBOLS], limit: u32) -> Lengths {
     lengths
 }
 
+/// Index width of a decode table's first level: codes up to this long (nearly every key's)
+/// decode with one lookup in 2^8 entries (1 KiB).
+///
+/// Why two levels: a query decodes blocks of ten tables or more round-robin, each with its own
+/// code. Full tables of 2^12 entries (16 KiB each, 160 KiB for ten) do not stay in L1, so every
+/// key's lookup, which sits on the decoder's serial chain, waited for L2. Ten first levels take
+/// 10 KiB. The h values of sorted keys crowd around log2(n) (the gap between neighbours is
+/// nearly exponential), so codes longer than 8 bits carry a few percent of keys at most.
+pub const PRIMARY_BITS: u32 = 8;
+
+/// A first-level entry that sends the lookup to the full table (a code longer than
+/// [`PRIMARY_BITS`] starts with these bits).
+const LONG: u32 = 1 << 31;
+
 /// Table-driven decoder: the next [`DecodeTable::bits`] stream bits index an entry holding the
-/// symbol and its code length.
+/// symbol and its code length, through a small first level (see [`PRIMARY_BITS`]).
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
     bits: u32,
     /// `63 - bits`, so an index is `(window >> 1) >> shift` (no overflow at bits = 0).
     shift: u32,
+    /// `63 - min(bits, PRIMARY_BITS)`: the first level's shift.
+    primary_shift: u32,
+    /// The first level: for each value of the next `min(bits, PRIMARY_BITS)` stream bits, the
+    /// entry all its continuations share in `entries`, or [`LONG`] if they differ.
+    primary: Vec<u32>,
     /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
     /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
     /// chain). 0 marks a bit pattern that starts no code (corrupt data).
@@ -231,9 +250,17 @@ impl DecodeTable {
             let total = l + suffix_bits(sym as u32);
             entries[start..start + (1usize << shift)].fill(l | (sym as u32) << 8 | total << 16);
         }
+        let pbits = bits.min(PRIMARY_BITS);
+        let span = 1usize << (bits - pbits);
+        let primary = entries
+            .chunks(span)
+            .map(|c| if c.iter().all(|&e| e == c[0]) { c[0] } else { LONG })
+            .collect();
         DecodeTable {
             bits,
             shift: 63 - bits,
+            primary_shift: 63 - pbits,
+            primary,
             entries,
         }
     }
@@ -255,9 +282,13 @@ impl DecodeTable {
     /// As [`decode`](Self::decode), plus the length of the whole delta (code and suffix).
     #[inline(always)]
     pub fn decode_delta(&self, window: u64) -> Option<(u32, u32, u32)> {
-        let i = ((window >> 1) >> self.shift) as usize;
-        // `i < 2^bits = entries.len()` by construction; `get` keeps that a checked fact.
-        let e = self.entries.get(i).copied().unwrap_or(0);
+        // Indexes are below the tables' lengths by construction; `get` keeps that a checked fact.
+        let p = ((window >> 1) >> self.primary_shift) as usize;
+        let mut e = self.primary.get(p).copied().unwrap_or(0);
+        if e == LONG {
+            let i = ((window >> 1) >> self.shift) as usize;
+            e = self.entries.get(i).copied().unwrap_or(0);
+        }
         if e == 0 {
             None
         } else {
@@ -267,7 +298,7 @@ impl DecodeTable {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * 4
+        (self.primary.capacity() + self.entries.capacity()) * 4
     }
 }
 
@@ -345,8 +376,29 @@ mod tests {
         for (i, x) in f.iter_mut().enumerate() {
             *x = (i as u64 * 2654435761) % 1000;
         }
-        let code = Code::from_frequencies(&f, 12);
-        let table = DecodeTable::new(&code, |s| 63 - s);
+        // A flat code (every length 6) decodes in the first level alone; skewed ones (Fibonacci
+        // weights under limits of 12 and 16) send their long codes to the second.
+        let (mut a, mut b) = (1u64, 1u64);
+        let mut fib = [0u64; 64];
+        for x in fib.iter_mut().take(30) {
+            *x = a;
+            (a, b) = (b, a + b);
+        }
+        let codes = [
+            Code::from_frequencies(&f, 12),
+            Code::from_frequencies(&[1; 64], 12),
+            Code::from_frequencies(&fib, 12),
+            Code::from_frequencies(&fib, 16),
+        ];
+        assert_eq!(codes[1].max_len(), 6);
+        assert_eq!(codes[3].max_len(), 16);
+        for code in &codes {
+            agree(code);
+        }
+    }
+
+    fn agree(code: &Code) {
+        let table = DecodeTable::new(code, |s| 63 - s);
         let mut state = 7u64;
         let bytes: Vec<u8> = (0..4096)
             .map(|_| {
@@ -359,7 +411,7 @@ mod tests {
         for pos in 0..(bytes.len() as u64 * 8 - 64) {
             assert_eq!(
                 table.decode(bitio::peek(&bytes, pos)),
-                reference_decode(&code, &bytes, pos),
+                reference_decode(code, &bytes, pos),
                 "bit {pos}"
             );
         }

@@ -57,10 +57,13 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             let table = &self.tables[t];
             let b = table.find_block(lo) as u64;
             if b < table.block_count() {
+                let blocks = table.range_blocks(b, hi);
                 if cold {
-                    table.will_need_block(b);
+                    table.will_need_blocks(blocks.clone());
                 }
-                table.prefetch_block(b);
+                for i in blocks {
+                    table.prefetch_block(i);
+                }
                 plan[planned] = (t, q, lo, hi, b);
                 planned += 1;
             }

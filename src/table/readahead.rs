@@ -13,15 +13,9 @@ use super::reader::Table;
 const SAMPLES: usize = 16;
 
 impl<D: AsRef<[u8]>> Table<D> {
-    /// Ask the kernel to start reading block `i` (in range) if it is not in memory. A hint:
-    /// no effect on results; a no-op off Unix.
-    #[inline]
-    pub(crate) fn will_need_block(&self, i: u64) {
-        will_need(self.block_bytes(i));
-    }
-
     /// Ask the kernel to start reading blocks `blocks` (in range) that are not in memory: one
-    /// request for the whole run, read sequentially. A hint, as [`will_need_block`](Self::will_need_block).
+    /// request for the whole run, read sequentially. A hint: no effect on results; a no-op off
+    /// Unix.
     pub(crate) fn will_need_blocks(&self, blocks: std::ops::Range<u64>) {
         if blocks.is_empty() {
             return;
