@@ -223,11 +223,10 @@ pub struct DecodeTable {
     bits: u32,
     /// `63 - bits`, so an index is `(window >> 1) >> shift` (no overflow at bits = 0).
     shift: u32,
-    /// `63 - min(bits, PRIMARY_BITS)`: the first level's shift.
-    primary_shift: u32,
-    /// The first level: for each value of the next `min(bits, PRIMARY_BITS)` stream bits, the
-    /// entry all its continuations share in `entries`, or [`LONG`] if they differ.
-    primary: Vec<u32>,
+    /// The first level: for each value of the next [`PRIMARY_BITS`] stream bits, the entry all
+    /// its continuations share in `entries`, or [`LONG`] if they differ. A fixed-size array, so
+    /// that indexing it by a byte needs no bounds check.
+    primary: Box<[u32; 1 << PRIMARY_BITS]>,
     /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
     /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
     /// chain). 0 marks a bit pattern that starts no code (corrupt data).
@@ -250,16 +249,26 @@ impl DecodeTable {
             let total = l + suffix_bits(sym as u32);
             entries[start..start + (1usize << shift)].fill(l | (sym as u32) << 8 | total << 16);
         }
-        let pbits = bits.min(PRIMARY_BITS);
-        let span = 1usize << (bits - pbits);
-        let primary = entries
-            .chunks(span)
-            .map(|c| if c.iter().all(|&e| e == c[0]) { c[0] } else { LONG })
-            .collect();
+        let mut primary = Box::new([0u32; 1 << PRIMARY_BITS]);
+        for (p, slot) in primary.iter_mut().enumerate() {
+            // The entries whose index starts with the 8 bits `p` (one entry, shared by several
+            // values of `p`, when the code is shorter than 8 bits).
+            let span = if bits >= PRIMARY_BITS {
+                let w = 1usize << (bits - PRIMARY_BITS);
+                &entries[p * w..(p + 1) * w]
+            } else {
+                let i = p >> (PRIMARY_BITS - bits);
+                &entries[i..i + 1]
+            };
+            *slot = if span.iter().all(|&e| e == span[0]) {
+                span[0]
+            } else {
+                LONG
+            };
+        }
         DecodeTable {
             bits,
             shift: 63 - bits,
-            primary_shift: 63 - pbits,
             primary,
             entries,
         }
@@ -282,9 +291,9 @@ impl DecodeTable {
     /// As [`decode`](Self::decode), plus the length of the whole delta (code and suffix).
     #[inline(always)]
     pub fn decode_delta(&self, window: u64) -> Option<(u32, u32, u32)> {
-        // Indexes are below the tables' lengths by construction; `get` keeps that a checked fact.
-        let p = ((window >> 1) >> self.primary_shift) as usize;
-        let mut e = self.primary.get(p).copied().unwrap_or(0);
+        // Second-level indexes are below its length by construction; `get` keeps that a
+        // checked fact.
+        let mut e = self.primary[(window >> (64 - PRIMARY_BITS)) as usize];
         if e == LONG {
             let i = ((window >> 1) >> self.shift) as usize;
             e = self.entries.get(i).copied().unwrap_or(0);
@@ -298,7 +307,7 @@ impl DecodeTable {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.primary.capacity() + self.entries.capacity()) * 4
+        (self.primary.len() + self.entries.capacity()) * 4
     }
 }
 
