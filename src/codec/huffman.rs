@@ -214,7 +214,7 @@ pub const PRIMARY_BITS: u32 = 8;
 
 /// A first-level entry that sends the lookup to the full table (a code longer than
 /// [`PRIMARY_BITS`] starts with these bits).
-const LONG: u32 = 1 << 31;
+pub(crate) const LONG: u32 = 1 << 31;
 
 /// Table-driven decoder: the next [`DecodeTable::bits`] stream bits index an entry holding the
 /// symbol and its code length, through a small first level (see [`PRIMARY_BITS`]).
@@ -303,6 +303,24 @@ impl DecodeTable {
         } else {
             Some(((e >> 8) & 0xFF, e & 0xFF, e >> 16))
         }
+    }
+
+    /// The first level: entries for the next [`PRIMARY_BITS`] stream bits (`len | sym << 8 |
+    /// total << 16`), [`LONG`] where the code goes on, 0 where no code starts.
+    pub(crate) fn primary(&self) -> &[u32; 1 << PRIMARY_BITS] {
+        &self.primary
+    }
+
+    /// The share of stream positions (random bits, so each code weighs 2^-length, about its
+    /// symbol's frequency) whose code the first level decodes and whose whole delta takes at
+    /// most `bits` bits: how often a decoder that handles only those stays on its fast path.
+    pub(crate) fn short_share(&self, bits: u32) -> f64 {
+        let fast = self
+            .primary
+            .iter()
+            .filter(|&&e| e != 0 && e != LONG && e >> 16 <= bits)
+            .count();
+        fast as f64 / self.primary.len() as f64
     }
 
     /// Heap bytes held.

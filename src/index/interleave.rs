@@ -7,7 +7,8 @@
 //! so their cache misses overlap and so do their serial decode chains (each key needs the one
 //! before it). Prefetching the next query's directory entries during this one, and decoding
 //! the probes of several queries together (for designs of few tables), were measured and
-//! gained nothing: BENCHMARKS.md.
+//! gained nothing: BENCHMARKS.md. Where the CPU has AVX2 and the tables suit it, the decoding
+//! after the rounds runs four probes per vector register instead (`lanes`).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -67,6 +68,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 plan[planned] = (t, q, lo, hi, b);
                 planned += 1;
             }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes {
+            // SAFETY: `lanes` is set only where the CPU has AVX2.
+            return unsafe { self.lanes(&plan[..planned], k, work, &mut emit) };
         }
         let mut live = Vec::with_capacity(planned);
         for &(t, q, lo, hi, b) in &plan[..planned] {

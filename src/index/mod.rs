@@ -11,6 +11,8 @@ pub mod batch;
 pub mod bucket;
 pub mod build;
 mod interleave;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 internal_mod!(manifest);
 pub mod query;
 
@@ -97,6 +99,9 @@ pub struct Index<D = Mmap> {
     cold: std::sync::atomic::AtomicBool,
     /// Queries made while cold; every 256th judges residency again.
     cold_ticks: std::sync::atomic::AtomicU64,
+    /// Whether queries decode four probes per vector register (`lanes`: AVX2 present, every
+    /// table h-delta coded), fixed at open.
+    lanes: bool,
     counters: AtomicCounters,
 }
 
@@ -295,11 +300,15 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         Ok(Index {
             dir,
             manifest,
-            tables,
             probes_per_query: probers.iter().map(|p| p.flips.len() as u64).sum(),
             probers,
             cold: Default::default(),
             cold_ticks: Default::default(),
+            #[cfg(target_arch = "x86_64")]
+            lanes: Index::lanes_supported(&tables),
+            #[cfg(not(target_arch = "x86_64"))]
+            lanes: false,
+            tables,
             counters: AtomicCounters::default(),
         })
         .inspect(|idx: &Index<D>| idx.judge_residency())

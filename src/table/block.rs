@@ -133,6 +133,34 @@ pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
     crate::checksum::check_crc(|| format!("block {index} crc32"), offset, block)
 }
 
+/// Decode the delta at bit `pos` of `stream` (whose bits end at `end`) that follows key `prev`:
+/// the key and the bit position after it, or `None` if the bits are no valid delta (no code, a
+/// key that does not ascend, a delta past `end`). The one decoding rule, shared by
+/// [`BlockDecoder`] and the rare cases of the vectorized decoder (`index::lanes`).
+#[inline(always)]
+pub(crate) fn decode_delta_at(
+    stream: &[u8],
+    table: &DecodeTable,
+    codec: Codec,
+    pos: u64,
+    end: u64,
+    prev: u64,
+) -> Option<(u64, u64)> {
+    let window = bitio::peek(stream, pos);
+    let (sym, l, total) = table.decode_delta(window)?;
+    let n = total - l;
+    let next = pos + total as u64;
+    let suffix = if total <= 57 {
+        ((window << l) >> 1) >> (63 - n)
+    } else {
+        bitio::read(stream, pos + l as u64, n)
+    };
+    match codec.apply(prev, sym, suffix) {
+        Some(k) if next <= end => Some((k, next)),
+        _ => None,
+    }
+}
+
 /// Decodes the keys of one block in order.
 ///
 /// Construction checks the crc; decoding still checks every structural rule (codes exist, the
@@ -229,26 +257,12 @@ impl<'a> BlockDecoder<'a> {
             self.remaining -= 1;
             return Some(self.prev);
         }
-        let window = bitio::peek(self.stream, self.pos);
-        let Some((sym, l, total)) = self.table.decode_delta(window) else {
+        let Some((key, pos)) =
+            decode_delta_at(self.stream, self.table, self.codec, self.pos, self.end, self.prev)
+        else {
             self.faulted = true;
             self.remaining = 0;
             return None;
-        };
-        let n = total - l;
-        let pos = self.pos + total as u64;
-        let suffix = if total <= 57 {
-            ((window << l) >> 1) >> (63 - n)
-        } else {
-            bitio::read(self.stream, self.pos + l as u64, n)
-        };
-        let key = match self.codec.apply(self.prev, sym, suffix) {
-            Some(k) if pos <= self.end => k,
-            _ => {
-                self.faulted = true;
-                self.remaining = 0;
-                return None;
-            }
         };
         self.pos = pos;
         self.remaining -= 1;

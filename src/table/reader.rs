@@ -322,7 +322,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     }
 
     /// The decode table of the table's Huffman code.
-    pub(super) fn decode_table(&self) -> &DecodeTable {
+    pub(crate) fn decode_table(&self) -> &DecodeTable {
         &self.decode
     }
 

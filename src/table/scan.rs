@@ -3,9 +3,9 @@
 //! word, look up the code, shift) overlap in the CPU instead of running one after another.
 //! [`Table::scan_range`] is the same scan run to the end in one go.
 
-use super::block::BlockDecoder;
+use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN, BlockDecoder};
 use super::reader::Table;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One step of a [`RangeScan`]: small enough to return in registers (errors are fetched
 /// separately, off the hot path).
@@ -89,6 +89,41 @@ impl<'a, D: AsRef<[u8]>> RangeScan<'a, D> {
 }
 
 impl<D: AsRef<[u8]>> Table<D> {
+    /// The coded stream of block `i` (in range): its bytes after the header, before the crc.
+    /// The table's bytes go on at least 12 bytes past every block (the footer), so the stream
+    /// can be read 8 bytes at a time at any byte up to its end (see `index::lanes`).
+    #[inline]
+    pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
+        let b = self.block_bytes(i);
+        &b[BLOCK_HEADER_LEN..b.len() - BLOCK_TRAILER_LEN]
+    }
+
+    /// The corruption that stops the decode of block `i`, named as [`BlockDecoder`] names it,
+    /// for a faster decoder that met it first.
+    ///
+    /// [`BlockDecoder`]: super::block::BlockDecoder
+    #[cold]
+    pub(crate) fn block_fault(&self, i: u64) -> Error {
+        let mut dec = match self.block(i) {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        loop {
+            match dec.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return self.attach(Error::corrupt(
+                        format!("block {i}"),
+                        self.block_offset(i),
+                        "the same keys from every decoder",
+                        "a delta only the vectorized decoder rejected",
+                    ));
+                }
+                Err(e) => return self.attach(e),
+            }
+        }
+    }
+
     /// Call `f` on every key in `lo..=hi`, ascending, until it returns false; whether the scan
     /// ran to the end. Adds the blocks and keys decoded to the counters. Always inlined, so that
     /// the caller's `f` is compiled with the caller's target features (see `Index::near_work`).

@@ -1,0 +1,515 @@
+//! A query's probes decoded four at a time, one per 64-bit lane of an AVX2 register.
+//!
+//! The probes of a query decode independent streams, each a serial chain: load the stream word,
+//! look up the code, shift to the next. The scalar loop (`interleave`) takes them in turns and
+//! leaves the overlap to the CPU, which at ~65 instructions a key keeps only three or four
+//! chains in flight; decoding was about half of a query at a billion keys. Here each step
+//! advances four streams: four stream words and four first-level code entries loaded (short
+//! scalar chains: AVX2 gathers were slower), then one sequence of vector instructions rebuilds
+//! the four keys and tests them against their ranges and the query. Groups of four take
+//! turns, so the chains of different groups overlap as well.
+//!
+//! Everything rare leaves the vector path for its lane alone and is handled by the scalar rules
+//! of `table::block` ([`decode_delta_at`]): a code longer than the first level, a delta that
+//! does not fit the 57 bits of a window, bits that decode to no valid key (the error then comes
+//! from the block decoder, word for word), the end of a block, the end of a range, and a match.
+//! The vector path commits a lane's key only when the scalar rule would give the same key.
+//!
+//! Only the h-delta codec (codec 1, the default), on x86-64 with AVX2; everything else takes
+//! the scalar loop, as do designs with a probe radius.
+
+use std::arch::x86_64::*;
+
+use super::Index;
+use super::query::{Match, Work};
+use crate::codec::Codec;
+use crate::error::Result;
+use crate::table::block::decode_delta_at;
+
+/// Load four lanes (a macro, not a closure: a closure would not inherit the function's AVX2).
+macro_rules! ld {
+    ($v:expr) => {
+        // SAFETY: a `V` is 32 bytes, 32-byte aligned.
+        unsafe { _mm256_load_si256($v.0.as_ptr().cast()) }
+    };
+}
+
+/// Store four lanes.
+macro_rules! st {
+    ($v:expr, $x:expr) => {
+        // SAFETY: a `V` is 32 bytes, 32-byte aligned.
+        unsafe { _mm256_store_si256($v.0.as_mut_ptr().cast(), $x) }
+    };
+}
+
+/// Lanes of one register.
+const LANES: usize = 4;
+
+/// Stream bits a window holds whatever the bit offset: a delta of up to this many bits
+/// (code and suffix) decodes from one 8-byte load.
+const WINDOW_BITS: u32 = 57;
+
+/// The share of deltas that must take the vector path (a first-level code, at most
+/// [`WINDOW_BITS`] bits in all) for the lanes to pay. Each other delta costs a trip through
+/// the scalar rule; measured on 20k keys per table (93% short: small indexes have large gaps,
+/// so long suffixes) the lanes were 1.2x slower, from 1M keys per table (98%) on they were as
+/// fast on an AMD EPYC and 1.1-1.3x faster on a Xeon at 1B (BENCHMARKS.md).
+const MIN_SHORT_SHARE: f64 = 0.95;
+
+/// Where an idle lane points: eight readable bytes and a first-level table's worth of zeros,
+/// so the loads of idle lanes read valid memory without a branch.
+static IDLE: [u32; 256] = [0; 256];
+
+/// Four lanes of one field, aligned for vector loads and stores.
+#[repr(C, align(32))]
+#[derive(Clone, Copy, Default)]
+struct V([u64; LANES]);
+
+/// Four probes in flight. Vector fields first; `table` and `block` are the scalar side.
+#[derive(Clone, Copy)]
+pub(super) struct Group {
+    /// All ones for a lane still decoding, zero for an idle one.
+    active: V,
+    /// Address of the lane's block stream.
+    base: V,
+    /// Bit position in the stream, and the stream's length in bits.
+    pos: V,
+    end: V,
+    /// The last key decoded, and the keys left in the block.
+    prev: V,
+    remaining: V,
+    /// The probe's range and the permuted query; the range's ends with the top bit flipped, so
+    /// that signed compares order them as unsigned.
+    lo_x: V,
+    hi_x: V,
+    q: V,
+    /// Address of the lane's first-level decode table.
+    primary: V,
+    table: [usize; LANES],
+    block: [u64; LANES],
+}
+
+impl Group {
+    fn new() -> Group {
+        let idle = V([IDLE.as_ptr() as u64; LANES]);
+        Group {
+            active: V::default(),
+            base: idle,
+            pos: V::default(),
+            end: V::default(),
+            prev: V::default(),
+            remaining: V::default(),
+            lo_x: V::default(),
+            hi_x: V::default(),
+            q: V::default(),
+            primary: idle,
+            table: [0; LANES],
+            block: [0; LANES],
+        }
+    }
+
+    #[inline(always)]
+    fn live(&self) -> bool {
+        self.active.0.iter().any(|&a| a != 0)
+    }
+
+    fn idle(&mut self, i: usize) {
+        self.active.0[i] = 0;
+        self.base.0[i] = IDLE.as_ptr() as u64;
+        self.primary.0[i] = IDLE.as_ptr() as u64;
+        self.pos.0[i] = 0;
+    }
+}
+
+const MSB: u64 = 1 << 63;
+
+impl<D: AsRef<[u8]> + Sync> Index<D> {
+    /// Whether queries decode with [`lanes`](Self::lanes): AVX2 present, and every table
+    /// h-delta coded with at least [`MIN_SHORT_SHARE`] of its deltas on the vector path.
+    pub(super) fn lanes_supported(tables: &[crate::table::Table<D>]) -> bool {
+        std::is_x86_feature_detected!("avx2")
+            && tables.iter().all(|t| {
+                t.codec() == Codec::HDelta
+                    && t.decode_table().short_share(WINDOW_BITS) >= MIN_SHORT_SHARE
+            })
+    }
+
+    /// Decode the planned probes `(table, permuted query, lo, hi, first block)` four to a
+    /// register, emitting every key within `k` of its probe's query (keys in range; repeats
+    /// across tables are the caller's to remove).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 ([`lanes_supported`](Self::lanes_supported)).
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn lanes(
+        &self,
+        plan: &[(usize, u64, u64, u64, u64)],
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(Match),
+    ) -> Result<()> {
+        let mut groups = vec![Group::new(); plan.len().div_ceil(LANES)];
+        for (i, &(t, q, lo, hi, b)) in plan.iter().enumerate() {
+            let g = &mut groups[i / LANES];
+            let l = i % LANES;
+            g.table[l] = t;
+            g.q.0[l] = q;
+            g.lo_x.0[l] = lo ^ MSB;
+            g.hi_x.0[l] = hi ^ MSB;
+            g.primary.0[l] = self.tables[t].decode_table().primary().as_ptr() as u64;
+            let first = self.load_block(g, l, b, work)?;
+            self.settle(g, l, first, k, work, emit)?;
+        }
+        // The intrinsics are AVX2, enabled on this function (the caller checked the CPU).
+        let nibbles = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
+            3, 3, 4,
+        );
+        let low4 = _mm256_set1_epi8(0x0f);
+        let byte = _mm256_set1_epi64x(0xff);
+        let ones = _mm256_set1_epi64x(-1);
+        let msb = _mm256_set1_epi64x(MSB as i64);
+        let long = _mm256_set1_epi64x(crate::codec::huffman::LONG as i64);
+        let window_bits = _mm256_set1_epi64x(WINDOW_BITS as i64);
+        let kv = _mm256_set1_epi64x(k as i64);
+        let zero = _mm256_setzero_si256();
+        loop {
+            let mut any = false;
+            for g in groups.iter_mut() {
+                if !g.live() {
+                    continue;
+                }
+                any = true;
+                let act = ld!(&g.active);
+                let pos = ld!(&g.pos);
+                // Each lane's stream word (big-endian, shifted to its bit) and first-level code
+                // entry (`len | sym << 8 | total << 16`, or LONG, or 0), by scalar loads: four
+                // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
+                let mut wl = [0u64; LANES];
+                let mut el = [0u64; LANES];
+                for i in 0..LANES {
+                    let p = g.pos.0[i];
+                    let at = (g.base.0[i] + (p >> 3)) as *const u64;
+                    // SAFETY: a live lane's position is at most its stream's end, and a block's
+                    // stream is followed by at least 12 bytes of the table (crc, then the next
+                    // block or the footer): 8 bytes at any byte up to the end are mapped. An idle
+                    // lane reads `IDLE`.
+                    let w = u64::from_be(unsafe { at.read_unaligned() }) << (p & 7);
+                    // SAFETY: every lane's first level has 256 entries; the index is a byte.
+                    let e = unsafe { *(g.primary.0[i] as *const u32).add((w >> 56) as usize) };
+                    wl[i] = w;
+                    el[i] = e as u64;
+                }
+                let w = ld!(&V(wl));
+                let e = ld!(&V(el));
+                let l = _mm256_and_si256(e, byte);
+                let h = _mm256_and_si256(_mm256_srli_epi64::<8>(e), byte);
+                let total = _mm256_srli_epi64::<16>(e);
+                let prev = ld!(&g.prev);
+                let bit = _mm256_srlv_epi64(msb, h);
+                let next = _mm256_add_epi64(pos, total);
+                // Rare: no code or a long one, a delta wider than the window, a key that would
+                // not ascend (its first differing bit already set), a delta past the stream.
+                let rare = _mm256_or_si256(
+                    _mm256_or_si256(_mm256_cmpeq_epi64(e, zero), _mm256_cmpeq_epi64(e, long)),
+                    _mm256_or_si256(
+                        _mm256_cmpgt_epi64(total, window_bits),
+                        _mm256_or_si256(
+                            _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
+                            _mm256_cmpgt_epi64(next, ld!(&g.end)),
+                        ),
+                    ),
+                );
+                let rare = _mm256_and_si256(rare, act);
+                let commit = _mm256_andnot_si256(rare, act);
+                // Keep prev's top h bits, set the implied bit, append the 63 - h suffix bits.
+                let tail = _mm256_srlv_epi64(
+                    _mm256_or_si256(_mm256_srli_epi64::<1>(_mm256_sllv_epi64(w, l)), msb),
+                    h,
+                );
+                let key =
+                    _mm256_or_si256(_mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev), tail);
+                let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
+                st!(g.pos, _mm256_blendv_epi8(pos, next, commit));
+                st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
+                st!(g.remaining, rem);
+                // A committed key needs the scalar side if it ends its range, ends its block,
+                // or is in range and within k.
+                let kx = _mm256_xor_si256(key, msb);
+                let past = _mm256_cmpgt_epi64(kx, ld!(&g.hi_x));
+                let below = _mm256_cmpgt_epi64(ld!(&g.lo_x), kx);
+                let x = _mm256_xor_si256(key, ld!(&g.q));
+                let counts = _mm256_add_epi8(
+                    _mm256_shuffle_epi8(nibbles, _mm256_and_si256(x, low4)),
+                    _mm256_shuffle_epi8(nibbles, _mm256_and_si256(_mm256_srli_epi16::<4>(x), low4)),
+                );
+                let far = _mm256_cmpgt_epi64(_mm256_sad_epu8(counts, zero), kv);
+                let quiet = _mm256_or_si256(below, far);
+                let ends = _mm256_or_si256(past, _mm256_cmpeq_epi64(rem, zero));
+                let needs = _mm256_or_si256(
+                    rare,
+                    _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
+                );
+                work.keys +=
+                    (_mm256_movemask_pd(_mm256_castsi256_pd(commit)) as u32).count_ones() as u64;
+                if _mm256_testz_si256(needs, needs) == 0 {
+                    let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
+                    let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
+                    for i in 0..LANES {
+                        if needs & (1 << i) == 0 {
+                            continue;
+                        }
+                        if rare & (1 << i) != 0 {
+                            self.scalar_step(g, i, work)?;
+                        }
+                        let key = g.prev.0[i];
+                        self.settle(g, i, key, k, work, emit)?;
+                    }
+                }
+            }
+            if !any {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Decode lane `i`'s next key by the scalar rule (committing it), or name the corruption.
+    #[cold]
+    #[inline(never)]
+    fn scalar_step(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<()> {
+        let table = &self.tables[g.table[i]];
+        let b = g.block[i];
+        let (pos, end, prev) = (g.pos.0[i], g.end.0[i], g.prev.0[i]);
+        let stream = table.block_stream(b);
+        match decode_delta_at(stream, table.decode_table(), Codec::HDelta, pos, end, prev) {
+            Some((key, next)) => {
+                g.prev.0[i] = key;
+                g.pos.0[i] = next;
+                g.remaining.0[i] -= 1;
+                work.keys += 1;
+                Ok(())
+            }
+            None => Err(table.block_fault(b)),
+        }
+    }
+
+    /// Open block `b` in lane `i`: its first key (stored raw) becomes the lane's last key.
+    fn load_block(&self, g: &mut Group, i: usize, b: u64, work: &mut Work) -> Result<u64> {
+        let table = &self.tables[g.table[i]];
+        let mut dec = table.block(b)?;
+        work.blocks += 1;
+        let Some(first) = dec.next_key() else {
+            return Err(table.block_fault(b));
+        };
+        work.keys += 1;
+        let stream = dec.stream();
+        g.block[i] = b;
+        g.base.0[i] = stream.as_ptr() as u64;
+        g.pos.0[i] = 0;
+        g.end.0[i] = stream.len() as u64 * 8;
+        g.prev.0[i] = first;
+        g.remaining.0[i] = dec.remaining() as u64;
+        g.active.0[i] = u64::MAX;
+        Ok(first)
+    }
+
+    /// After lane `i` decoded `key`: emit it if in range and within `k`; retire the lane past
+    /// its range; at the block's end, go on into the next block while the range does.
+    fn settle(
+        &self,
+        g: &mut Group,
+        i: usize,
+        mut key: u64,
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(Match),
+    ) -> Result<()> {
+        let (lo, hi) = (g.lo_x.0[i] ^ MSB, g.hi_x.0[i] ^ MSB);
+        loop {
+            if key > hi {
+                g.idle(i);
+                return Ok(());
+            }
+            if key >= lo {
+                let d = (key ^ g.q.0[i]).count_ones();
+                if d <= k {
+                    work.candidates += 1;
+                    emit(Match {
+                        distance: d,
+                        fingerprint: self.probers[g.table[i]].inverse.apply(key),
+                    });
+                }
+            }
+            if g.remaining.0[i] > 0 {
+                return Ok(());
+            }
+            let table = &self.tables[g.table[i]];
+            let b = g.block[i];
+            if table.last_keys()[b as usize] >= hi || b + 1 >= table.block_count() {
+                g.idle(i);
+                return Ok(());
+            }
+            key = self.load_block(g, i, b + 1, work)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Index;
+    use crate::index::{self, BuildOptions, DesignChoice};
+    use crate::sample::{flip_bits, random, splitmix64};
+    use crate::table::Table;
+
+    fn brute(keys: &[u64], q: u64, k: u32) -> Vec<Match> {
+        let mut v: Vec<Match> = keys
+            .iter()
+            .filter_map(|&x| {
+                let d = (x ^ q).count_ones();
+                (d <= k).then_some(Match {
+                    distance: d,
+                    fingerprint: x,
+                })
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Key sets that push every rare case through the lanes: long deltas between clusters
+    /// (the scalar rule), ranges over many blocks, one-key steps, the ends of the key space.
+    fn sets() -> Vec<(&'static str, Vec<u64>)> {
+        let mut s = 3;
+        let clustered: Vec<u64> = (0..60)
+            .flat_map(|_| {
+                let base = splitmix64(&mut s) & !0xFFFF_FFFF;
+                let mut t = base;
+                (0..300).map(move |j| {
+                    t = t.wrapping_add(j * 7919 + 1);
+                    t
+                })
+            })
+            .collect();
+        // 20k keys differing only in their low 20 bits: every permutation's prefix ranges
+        // hold many keys, so scans cross many blocks.
+        let narrow: Vec<u64> = random(20_000, 5)
+            .into_iter()
+            .map(|x| 0x5555_0000_0000_0000 ^ (x & 0xF_FFFF))
+            .collect();
+        let mut ends: Vec<u64> = (0..64).map(|i| 1u64 << i).collect();
+        ends.extend((0..2000).map(|i| u64::MAX - i * 3));
+        ends.extend(0..2000);
+        vec![
+            ("random", random(40_000, 1)),
+            ("clustered", clustered),
+            ("narrow", narrow),
+            ("ends", ends),
+        ]
+    }
+
+    fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index {
+        let opts = BuildOptions::default()
+            .with_design(DesignChoice::Named(design.to_string()))
+            .with_block_size(Some(block));
+        index::build(dir, keys.iter().map(|&x| Ok(x)), &opts).unwrap();
+        Index::open(dir).unwrap()
+    }
+
+    #[test]
+    fn lanes_answer_as_the_scalar_loop_and_brute_force() {
+        if !std::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the lanes cannot run");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, keys) in sets() {
+            let mut keys = keys;
+            keys.sort_unstable();
+            keys.dedup();
+            for (design, block) in [("10", 128), ("4", 256), ("16", 1024)] {
+                let dir = tmp.path().join(format!("{name}-{design}-{block}"));
+                let mut idx = build(&dir, &keys, design, block);
+                let mut s = 11;
+                let mut queries: Vec<u64> = keys.iter().step_by(97).copied().collect();
+                for &f in keys.iter().step_by(211) {
+                    for d in 1..=4 {
+                        queries.push(flip_bits(f, d, &mut s));
+                    }
+                }
+                queries.extend(random(200, 9));
+                queries.extend([0, u64::MAX]);
+                for k in [0, 1, 3] {
+                    let before = idx.counters();
+                    idx.lanes = false;
+                    let scalar: Vec<_> = queries.iter().map(|&q| idx.near(q, k).unwrap()).collect();
+                    let mid = idx.counters();
+                    idx.lanes = true;
+                    for (q, want) in queries.iter().zip(&scalar) {
+                        assert_eq!(&idx.near(*q, k).unwrap(), want, "{name} {design} {q:#x}");
+                        assert_eq!(want, &brute(&keys, *q, k), "{name} {design} {q:#x}");
+                    }
+                    let after = idx.counters();
+                    // The same decode work: every block and key the scalar loop decodes.
+                    assert_eq!(
+                        after.blocks_decoded - mid.blocks_decoded,
+                        mid.blocks_decoded - before.blocks_decoded
+                    );
+                    assert_eq!(
+                        after.keys_decoded - mid.keys_decoded,
+                        mid.keys_decoded - before.keys_decoded
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
+        if !std::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the lanes cannot run");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let keys = random(30_000, 2);
+        let opts = BuildOptions::default()
+            .with_design(DesignChoice::Named("4".into()))
+            .with_block_size(Some(256));
+        let dir = tmp.path().join("idx");
+        index::build(&dir, keys.iter().map(|&x| Ok(x)), &opts).unwrap();
+        let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
+        let mut tables: Vec<Vec<u8>> = (0..4)
+            .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
+            .collect();
+        // Zero the streams of every 7th block of table 0 and seal them with a fresh crc: bytes
+        // that pass the crc, so only the decoders' own checks stand between them and a query.
+        let header = crate::table::format::HEADER_LEN;
+        let t0 = Table::from_bytes(tables[0].clone()).unwrap();
+        for b in (0..t0.block_count()).step_by(7) {
+            let off = header + b as usize * 256;
+            let block = &mut tables[0][off..off + 256];
+            block[12..252].fill(0);
+            let crc = crate::table::block::block_crc(off as u64, &block[..252]);
+            block[252..].copy_from_slice(&crc.to_le_bytes());
+        }
+        let mut idx = Index::from_parts(&manifest, tables).unwrap();
+        let (mut faults, mut same) = (0, 0);
+        for &q in keys.iter().step_by(3) {
+            idx.lanes = false;
+            let scalar = format!("{:?}", idx.near(q, 3));
+            idx.lanes = true;
+            let lanes = format!("{:?}", idx.near(q, 3));
+            assert_eq!(lanes, scalar, "query {q:#x}");
+            if scalar.starts_with("Err(Corrupt") {
+                faults += 1;
+            } else {
+                same += 1;
+            }
+        }
+        assert!(
+            faults > 100 && same > 100,
+            "{faults} faults, {same} answers"
+        );
+    }
+}
