@@ -181,12 +181,16 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 }
                 any = true;
                 let act = ld!(&g.active);
-                let pos = ld!(&g.pos);
                 // Each lane's stream word (big-endian, shifted to its bit) and first-level code
                 // entry (`len | sym << 8 | total << 16`, or LONG, or 0), by scalar loads: four
                 // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
+                // The position moves on here, in scalar code, so that the next step's loads
+                // wait for a scalar store, not for a vector one; a rare lane gets its old
+                // position back below.
                 let mut wl = [0u64; LANES];
                 let mut el = [0u64; LANES];
+                let mut old = [0u64; LANES];
+                let mut nl = [0u64; LANES];
                 for i in 0..LANES {
                     let p = g.pos.0[i];
                     let at = (g.base.0[i] + (p >> 3)) as *const u64;
@@ -199,15 +203,18 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                     let e = unsafe { *(g.primary.0[i] as *const u32).add((w >> 56) as usize) };
                     wl[i] = w;
                     el[i] = e as u64;
+                    old[i] = p;
+                    nl[i] = p + (e >> 16) as u64;
+                    g.pos.0[i] = nl[i];
                 }
                 let w = ld!(&V(wl));
                 let e = ld!(&V(el));
+                let next = ld!(&V(nl));
                 let l = _mm256_and_si256(e, byte);
                 let h = _mm256_and_si256(_mm256_srli_epi64::<8>(e), byte);
                 let total = _mm256_srli_epi64::<16>(e);
                 let prev = ld!(&g.prev);
                 let bit = _mm256_srlv_epi64(msb, h);
-                let next = _mm256_add_epi64(pos, total);
                 // Rare: no code or a long one, a delta wider than the window, a key that would
                 // not ascend (its first differing bit already set), a delta past the stream.
                 let rare = _mm256_or_si256(
@@ -230,7 +237,6 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 let key =
                     _mm256_or_si256(_mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev), tail);
                 let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
-                st!(g.pos, _mm256_blendv_epi8(pos, next, commit));
                 st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
                 st!(g.remaining, rem);
                 // A committed key needs the scalar side if it ends its range, ends its block,
@@ -260,6 +266,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                             continue;
                         }
                         if rare & (1 << i) != 0 {
+                            g.pos.0[i] = old[i];
                             self.scalar_step(g, i, work)?;
                         }
                         let key = g.prev.0[i];
