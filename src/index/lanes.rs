@@ -261,12 +261,12 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 if _mm256_testz_si256(needs, needs) == 0 {
                     let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
                     let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
-                    for i in 0..LANES {
+                    for (i, &old) in old.iter().enumerate() {
                         if needs & (1 << i) == 0 {
                             continue;
                         }
                         if rare & (1 << i) != 0 {
-                            g.pos.0[i] = old[i];
+                            g.pos.0[i] = old;
                             self.scalar_step(g, i, work)?;
                         }
                         let key = g.prev.0[i];
