@@ -3,7 +3,8 @@
 //! The probes of a query decode independent streams, each a serial chain: load the stream word,
 //! look up the code, shift to the next. The scalar loop (`interleave`) takes them in turns and
 //! leaves the overlap to the CPU, which at ~65 instructions a key keeps only three or four
-//! chains in flight; decoding was about half of a query at a billion keys. Here each step
+//! chains in flight. A query at a billion keys decodes ~470 keys, and at the ~11 ns a key this
+//! loop costs with everything in cache, that is about half of its time. Here each step
 //! advances four streams: four stream words and four first-level code entries loaded (short
 //! scalar chains: AVX2 gathers were slower), then one sequence of vector instructions rebuilds
 //! the four keys and tests them against their ranges and the query. Groups of four take
@@ -51,9 +52,10 @@ const WINDOW_BITS: u32 = 57;
 
 /// The share of deltas that must take the vector path (a first-level code, at most
 /// [`WINDOW_BITS`] bits in all) for the lanes to pay. Each other delta costs a trip through
-/// the scalar rule; measured on 20k keys per table (93% short: small indexes have large gaps,
-/// so long suffixes) the lanes were 1.2x slower, from 1M keys per table (98%) on they were as
-/// fast on an AMD EPYC and 1.1-1.3x faster on a Xeon at 1B (BENCHMARKS.md).
+/// the scalar rule. On 20k keys per table (93% short: small indexes have large gaps, so long
+/// suffixes) the lanes were 1.2x slower; from 1M keys per table (98%) on they were as fast or
+/// faster on a 2-core AMD EPYC (10M, design 4: 1.35x) and 1.14-1.26x faster on a 16-core Xeon
+/// at 1B (BENCHMARKS.md).
 const MIN_SHORT_SHARE: f64 = 0.95;
 
 /// Where an idle lane points: eight readable bytes and a first-level table's worth of zeros,
