@@ -24,7 +24,7 @@ use std::arch::x86_64::*;
 use super::Index;
 use super::query::{Match, Work};
 use crate::codec::Codec;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::table::block::decode_delta_at;
 
 /// Load four lanes (a macro, not a closure: a closure would not inherit the function's AVX2).
@@ -312,6 +312,20 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         };
         work.keys += 1;
         let stream = dec.stream();
+        // The loads read up to 8 bytes from any byte of the stream up to its end, so up to 4
+        // bytes past the block. `Table::from_bytes` checked that a footer of at least 12 bytes
+        // follows the last block; check again against the bytes at hand, since the loads go
+        // around the slices' bounds.
+        let data = table.bytes();
+        let stream_end = stream.as_ptr() as usize + stream.len();
+        if stream_end + 8 > data.as_ptr() as usize + data.len() {
+            return Err(Error::corrupt(
+                format!("table {} length", g.table[i]),
+                data.len() as u64,
+                "a footer after the last block",
+                "the file ending at a block",
+            ));
+        }
         g.block[i] = b;
         g.base.0[i] = stream.as_ptr() as u64;
         g.pos.0[i] = 0;
