@@ -6,12 +6,13 @@
 //!
 //! * Lengths are built with package-merge (Larmore and Hirschberg), which gives the optimal
 //!   code under a length limit. The writer limits codes to [`WRITER_MAX_CODE_LEN`] = 12 bits so
-//!   the whole decode table is 4096 four-byte entries (16 KiB, L1-resident); readers accept the
-//!   format's limit of [`MAX_CODE_LEN`] = 16.
-//! * Decoding is one lookup: the next `max_len` stream bits index a table whose entry holds the
-//!   symbol and its code length ([`DecodeTable`]). `huffman-compress`'s tree walk measured
-//!   23–47 ns per symbol here against ~4 ns for a table lookup, so that crate is used only in tests,
-//!   as an independent check that package-merge finds optimal lengths.
+//!   the whole decode table is 4096 four-byte entries (16 KiB), looked up through a first level
+//!   of 256 (1 KiB, see [`PRIMARY_BITS`]); readers accept the format's limit of
+//!   [`MAX_CODE_LEN`] = 16.
+//! * Decoding is one lookup (two for a code over 8 bits): the next stream bits index a table
+//!   whose entry holds the symbol and its code length ([`DecodeTable`]). `huffman-compress`'s
+//!   tree walk measured 23–47 ns per symbol here against ~4 ns for a table lookup, so that crate
+//!   is used only in tests, as an independent check that package-merge finds optimal lengths.
 //! * [`reference_decode`] is the slow, obviously correct twin: it reads one bit at a time and
 //!   compares against every symbol's (length, code). Tests check the two agree.
 
