@@ -71,7 +71,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         }
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
-            // SAFETY: `lanes` is set only where the CPU has AVX2.
+            // SAFETY: `lanes` is set only where the CPU has AVX2 and POPCNT.
             return unsafe { self.lanes(&plan[..planned], k, work, &mut emit) };
         }
         let mut live = Vec::with_capacity(planned);

@@ -132,10 +132,11 @@ thread_local! {
 }
 
 impl<D: AsRef<[u8]> + Sync> Index<D> {
-    /// Whether queries decode with [`lanes`](Self::lanes): AVX2 present, and every table
+    /// Whether queries decode with [`lanes`](Self::lanes): AVX2 (and POPCNT) present, and every table
     /// h-delta coded with at least [`MIN_SHORT_SHARE`] of its deltas on the vector path.
     pub(super) fn lanes_supported(tables: &[crate::table::Table<D>]) -> bool {
         std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("popcnt")
             && tables.iter().all(|t| {
                 t.codec() == Codec::HDelta
                     && t.decode_table().short_share(WINDOW_BITS) >= MIN_SHORT_SHARE
@@ -147,7 +148,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// across tables are the caller's to remove).
     ///
     /// # Safety
-    /// The CPU must support AVX2 ([`lanes_supported`](Self::lanes_supported)).
+    /// The CPU must support AVX2 and POPCNT ([`lanes_supported`](Self::lanes_supported)).
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn lanes(
         &self,
