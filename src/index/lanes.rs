@@ -502,6 +502,21 @@ mod tests {
     }
 
     #[test]
+    fn the_lanes_serve_large_indexes_and_leave_small_ones_to_the_scalar_loop() {
+        if !std::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the lanes cannot run");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        // 1M keys per table: 98% of deltas short. 20k: gaps of ~2^50, long suffixes, 93%.
+        for (n, lanes) in [(1_000_000, true), (20_000, false)] {
+            let dir = tmp.path().join(n.to_string());
+            let idx = build(&dir, &random(n, 4), "4", 256);
+            assert_eq!(idx.lanes, lanes, "{n} keys");
+        }
+    }
+
+    #[test]
     fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
         if !std::is_x86_feature_detected!("avx2") {
             eprintln!("no AVX2 here: the lanes cannot run");
