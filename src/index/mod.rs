@@ -100,7 +100,8 @@ pub struct Index<D = Mmap> {
     /// Queries made while cold; every 256th judges residency again.
     cold_ticks: std::sync::atomic::AtomicU64,
     /// Whether queries decode four probes per vector register (`lanes`: AVX2 present, every
-    /// table h-delta coded), fixed at open.
+    /// table h-delta coded and nearly all its deltas short), fixed at open.
+    #[cfg(target_arch = "x86_64")]
     lanes: bool,
     counters: AtomicCounters,
 }
@@ -306,8 +307,6 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             cold_ticks: Default::default(),
             #[cfg(target_arch = "x86_64")]
             lanes: Index::lanes_supported(&tables),
-            #[cfg(not(target_arch = "x86_64"))]
-            lanes: false,
             tables,
             counters: AtomicCounters::default(),
         })

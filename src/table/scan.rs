@@ -93,6 +93,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// The table's bytes go on at least 12 bytes past every block (the footer), so the stream
     /// can be read 8 bytes at a time at any byte up to its end (see `index::lanes`).
     #[inline]
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
     pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
         let b = self.block_bytes(i);
         &b[BLOCK_HEADER_LEN..b.len() - BLOCK_TRAILER_LEN]
@@ -103,6 +104,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     ///
     /// [`BlockDecoder`]: super::block::BlockDecoder
     #[cold]
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
     pub(crate) fn block_fault(&self, i: u64) -> Error {
         let mut dec = match self.block(i) {
             Ok(d) => d,
