@@ -135,9 +135,10 @@ pub struct OpenOptions {
     ///
     /// A mapped index otherwise takes a page fault the first time each page is touched: a
     /// minor fault (the page is cached, only the mapping is missing) costs about a microsecond,
-    /// and a query touches t random pages, so a fresh process with a warm page cache spends a
-    /// quarter of its query time mapping pages (100M fingerprints, design 10: 12–17 µs/query
-    /// against 9–10 µs populated; BENCHMARKS.md). Populating pays that once, up front (about
+    /// and a query touches t random pages, so a fresh process with a warm page cache spends
+    /// a quarter or more of its query time mapping pages (100M fingerprints, design 10, one
+    /// thread of a 16-core Xeon: 10.4 µs/query against 7.4 populated; BENCHMARKS.md, issue 16
+    /// fifth step). Populating pays that once, up front (about
     /// 0.1 s per GB already cached, a sequential read per GB that is not), and keeps latency flat
     /// from the first query: for services that open once and query for long. A one-shot lookup
     /// of a few fingerprints should not populate.
