@@ -32,14 +32,14 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         work: &mut Work,
         mut emit: impl FnMut(Match),
     ) -> Result<()> {
+        // Every probe `(table, permuted query, lo, hi, first block)`, its block filled in by
+        // the third round, which also drops the probes past their table's last block.
         let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
-        let mut planned = 0;
         let cold = self.cold.load(Relaxed);
         if cold && self.cold_ticks.fetch_add(1, Relaxed) % 256 == 255 {
             // Reading ahead costs a system call per probe: stop once the tables are in memory.
             self.judge_residency();
         }
-        let mut probes = [(0usize, 0u64, 0u64, 0u64); MAX_INTERLEAVED];
         let mut n = 0;
         for (t, (table, p)) in self.tables.iter().zip(&self.probers).enumerate() {
             let q = p.permutation.apply(fp);
@@ -47,14 +47,16 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 let (lo, hi) = p.range(q, flip);
                 work.probes += 1;
                 table.prefetch_directory(lo);
-                probes[n] = (t, q, lo, hi);
+                plan[n] = (t, q, lo, hi, 0);
                 n += 1;
             }
         }
-        for &(t, _, lo, _) in &probes[..n] {
+        for &(t, _, lo, _, _) in &plan[..n] {
             self.tables[t].prefetch_slice(lo);
         }
-        for &(t, q, lo, hi) in &probes[..n] {
+        let mut planned = 0;
+        for j in 0..n {
+            let (t, q, lo, hi, _) = plan[j];
             let table = &self.tables[t];
             let b = table.find_block(lo) as u64;
             if b < table.block_count() {

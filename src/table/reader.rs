@@ -313,12 +313,15 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// instead of paying it after the first block is decoded.
     #[inline]
     pub(crate) fn range_blocks(&self, i: u64, hi: u64) -> std::ops::Range<u64> {
-        let next = i + 1;
-        if next < self.block_count() && self.last_keys[i as usize] < hi {
-            i..next + 1
-        } else {
-            i..next
-        }
+        i..i + 1 + self.range_continues(i, hi) as u64
+    }
+
+    /// Whether a range ending at `hi` that reaches block `i` (in range) goes on into block
+    /// `i + 1`: block `i`'s last key is below `hi` and a next block exists. The one rule of
+    /// every scan's step to the next block and of the prefetch that anticipates it.
+    #[inline]
+    pub(crate) fn range_continues(&self, i: u64, hi: u64) -> bool {
+        self.last_keys[i as usize] < hi && i + 1 < self.block_count()
     }
 
     /// The decode table of the table's Huffman code.

@@ -76,9 +76,7 @@ impl<'a, D: AsRef<[u8]>> RangeScan<'a, D> {
         if let Some(e) = self.dec.fault() {
             return Err(self.table.attach(e));
         }
-        if self.table.last_keys()[self.block as usize] >= self.hi
-            || self.block + 1 >= self.table.block_count()
-        {
+        if !self.table.range_continues(self.block, self.hi) {
             return Ok(false);
         }
         self.block += 1;
