@@ -197,17 +197,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             Weights::Auto => a.verify.is_none(),
         };
     if want_idf {
-        if a.docs.rereadable() {
-            a.docs.learn_corpus_idf()?;
-        } else if a.weights == Weights::Idf {
-            return Err(Error::InvalidArgument(
-                "--weights idf reads the input twice, which standard input cannot do: give \
-                 files, or learn a table with `simdex idf` and pass --idf"
-                    .into(),
-            ));
-        } else if !a.docs.quiet {
-            eprintln!("simdex: note: standard input is read once: count weights (not idf)");
-        }
+        a.docs.learn_corpus_idf()?;
     }
     let mut fps = Vec::new();
     let mut ids = Vec::new();

@@ -9,6 +9,8 @@ use rayon::prelude::*;
 use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
 use simdex::{Error, Result};
 
+use crate::spool::Replayable;
+
 #[derive(clap::Args)]
 pub struct DocArgs {
     /// Files, directories (read recursively; `.gz` files are decompressed) or `-` for standard
@@ -39,6 +41,9 @@ pub struct DocArgs {
     /// Skip bad lines without a warning (the IDF pass: the next pass reports them once).
     #[arg(skip)]
     pub silent_skips: bool,
+    /// Inputs that can be read only once (`-`, pipes, FIFOs), copied for a second pass.
+    #[arg(skip)]
+    pub spooled: Vec<(PathBuf, Arc<Replayable>)>,
 }
 
 /// How features are weighted, for commands that see the whole corpus (`dedup`, `calibrate`).
@@ -54,14 +59,43 @@ pub enum Weights {
 }
 
 impl DocArgs {
-    /// True when the inputs can be read twice (no standard input).
-    pub fn rereadable(&self) -> bool {
-        !self.paths.iter().any(|p| p == Path::new("-"))
+    /// Copy every input that can be read only once (`-`, `/dev/stdin`, `<(cmd)`, a FIFO) into an
+    /// anonymous temporary file, so that the passes after this one read the same documents.
+    fn spool_once_only_inputs(&mut self) -> Result<()> {
+        let tmp = std::env::temp_dir();
+        for p in &self.paths {
+            let once = p == Path::new("-")
+                || std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
+            if once && !self.spooled.iter().any(|(q, _)| q == p) {
+                self.spooled
+                    .push((p.clone(), Arc::new(Replayable::open(p, &tmp)?)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A reader of input `p` from its beginning (its copy, if it was spooled) and its name.
+    fn open_input(&self, p: &Path) -> Result<(Box<dyn BufRead + Send>, PathBuf)> {
+        if let Some((_, r)) = self.spooled.iter().find(|(q, _)| q == p) {
+            return Ok((r.reader()?, r.name().to_path_buf()));
+        }
+        if p == Path::new("-") {
+            return Ok((
+                Box::new(BufReader::new(std::io::stdin())),
+                PathBuf::from("<stdin>"),
+            ));
+        }
+        let f = std::fs::File::open(p).map_err(|e| Error::io(p.to_path_buf(), "open", e))?;
+        Ok((
+            Box::new(BufReader::with_capacity(1 << 20, f)),
+            p.to_path_buf(),
+        ))
     }
 
     /// Learn IDF weights from the corpus in a first pass (features only, on all cores), and use
-    /// them from now on.
+    /// them from now on. Inputs that can be read only once are copied first.
     pub fn learn_corpus_idf(&mut self) -> Result<()> {
+        self.spool_once_only_inputs()?;
         let h = Simhasher::new(SimhashOptions {
             shingle: self.shingle,
             weights: None,
@@ -122,8 +156,9 @@ pub struct Doc {
     pub text: String,
 }
 
-pub fn read_text(path: &Path) -> Result<String> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+/// The text of document `path` (`.gz` decompressed; bytes that are not UTF-8 replaced).
+pub fn read_text(a: &DocArgs, path: &Path) -> Result<String> {
+    let (f, _) = a.open_input(path)?;
     let mut bytes = Vec::new();
     let r = if path.extension().is_some_and(|x| x == "gz") {
         flate2::read::MultiGzDecoder::new(f).read_to_end(&mut bytes)
@@ -254,15 +289,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     };
     if a.jsonl {
         for p in &a.paths {
-            let (reader, name): (Box<dyn BufRead>, PathBuf) = if p == Path::new("-") {
-                (
-                    Box::new(BufReader::new(std::io::stdin())),
-                    PathBuf::from("<stdin>"),
-                )
-            } else {
-                let f = std::fs::File::open(p).map_err(|e| Error::io(p.clone(), "open", e))?;
-                (Box::new(BufReader::with_capacity(1 << 20, f)), p.clone())
-            };
+            let (reader, name) = a.open_input(p)?;
             // Lines as bytes: one that is not UTF-8 is a bad line like any other, not the end of
             // the file.
             let mut lines = reader.split(b'\n').enumerate();
@@ -277,13 +304,10 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 }
                 let mut docs = Vec::with_capacity(chunk.len());
                 for (no, line) in chunk {
-                    let parsed = match std::str::from_utf8(&line) {
+                    let parsed = match crate::input::line_text(&line) {
                         Ok(l) if l.trim().is_empty() => continue,
                         Ok(l) => parse_jsonl(l),
-                        Err(e) => Err(format!(
-                            "not UTF-8 (invalid byte at column {})",
-                            e.valid_up_to() + 1
-                        )),
+                        Err(m) => Err(m),
                     };
                     match parsed {
                         Ok(d) => docs.push(d),
@@ -315,11 +339,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
             report(e, &mut bad)?;
         }
         if stdin_doc {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io(PathBuf::from("<stdin>"), "read", e))?;
-            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let text = read_text(a, Path::new("-"))?;
             run(
                 vec![Doc {
                     id: "-".into(),
@@ -334,7 +354,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 .map(|p| {
                     Ok(Doc {
                         id: p.display().to_string(),
-                        text: read_text(p)?,
+                        text: read_text(a, p)?,
                     })
                 })
                 .collect();

@@ -41,7 +41,7 @@ pub struct FingerprintReader {
     format: Format,
     /// Bytes consumed (u64) or lines read (hex).
     position: u64,
-    line: String,
+    line: Vec<u8>,
     done: bool,
 }
 
@@ -81,7 +81,7 @@ impl FingerprintReader {
             path,
             format,
             position: 0,
-            line: String::new(),
+            line: Vec::new(),
             done: false,
         }
     }
@@ -134,16 +134,18 @@ impl FingerprintReader {
             self.line.clear();
             let n = self
                 .src
-                .read_line(&mut self.line)
+                .read_until(b'\n', &mut self.line)
                 .map_err(|e| self.io_error(e))?;
             if n == 0 {
                 return Ok(None);
             }
             self.position += 1;
-            if self.line.trim().is_empty() {
-                continue;
-            }
-            return parse_hex(&self.line)
+            let parsed = match line_text(&self.line) {
+                Ok(l) if l.trim().is_empty() => continue,
+                Ok(l) => parse_hex(l),
+                Err(m) => Err(m),
+            };
+            return parsed
                 .map(Some)
                 .map_err(|m| self.parse_error(format!("line {}", self.position), m));
         }
@@ -181,26 +183,25 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<u64>> {
     FingerprintReader::new(src, None, format).collect()
 }
 
-/// Non-blank lines of a text source, numbered, with located parse errors.
+/// Non-blank lines of a text source, numbered, with located parse errors. Lines are read as
+/// bytes: one that is not UTF-8 is an error naming its line, like any other bad line.
 struct Lines {
     src: Box<dyn BufRead + Send>,
     path: Option<PathBuf>,
     line_no: u64,
-    buf: String,
+    buf: Vec<u8>,
     done: bool,
 }
 
 impl Lines {
-    fn open(path: &Path) -> Result<Lines> {
-        let mut r = FingerprintReader::open(path, Format::Hex)?;
-        let src = std::mem::replace(&mut r.src, Box::new(io::empty()));
-        Ok(Lines {
+    fn new(src: Box<dyn BufRead + Send>, path: &Path) -> Lines {
+        Lines {
             src,
-            path: r.path.take(),
+            path: Some(path.to_path_buf()),
             line_no: 0,
-            buf: String::new(),
+            buf: Vec::new(),
             done: false,
-        })
+        }
     }
 
     /// The next non-blank line parsed by `parse`; errors name the file and line.
@@ -213,7 +214,7 @@ impl Lines {
         }
         loop {
             self.buf.clear();
-            match self.src.read_line(&mut self.buf) {
+            match self.src.read_until(b'\n', &mut self.buf) {
                 Ok(0) => {
                     self.done = true;
                     return None;
@@ -229,10 +230,12 @@ impl Lines {
                 }
             }
             self.line_no += 1;
-            if self.buf.trim().is_empty() {
-                continue;
-            }
-            let r = parse(self.buf.trim()).map_err(|message| Error::Parse {
+            let r = match line_text(&self.buf) {
+                Ok(l) if l.trim().is_empty() => continue,
+                Ok(l) => parse(l.trim()),
+                Err(m) => Err(m),
+            };
+            let r = r.map_err(|message| Error::Parse {
                 path: self.path.clone(),
                 location: format!("line {}", self.line_no),
                 message,
@@ -243,9 +246,26 @@ impl Lines {
     }
 }
 
+/// A line's text, or why it is not UTF-8 (the error names the column; the caller the line).
+pub fn line_text(b: &[u8]) -> std::result::Result<&str, String> {
+    std::str::from_utf8(b)
+        .map_err(|e| format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1))
+}
+
+/// `s` quoted for an error message, cut to its first 60 characters: a bad line may be megabytes.
+fn quote(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((cut, _)) => format!("{:?}... ({} bytes in all)", &s[..cut], s.len()),
+        None => format!("{s:?}"),
+    }
+}
+
 fn parse_id(s: &str) -> std::result::Result<u64, String> {
     s.parse::<u64>().map_err(|_| {
-        format!("{s:?} is not a document id (a decimal integer in 0..=18446744073709551615)")
+        format!(
+            "{} is not a document id (a decimal integer in 0..=18446744073709551615)",
+            quote(s)
+        )
     })
 }
 
@@ -254,9 +274,9 @@ fn parse_id(s: &str) -> std::result::Result<u64, String> {
 pub struct PairReader(Lines);
 
 impl PairReader {
-    /// Read `path` (`-` is stdin).
-    pub fn open(path: &Path) -> Result<PairReader> {
-        Ok(PairReader(Lines::open(path)?))
+    /// Read `src`, named `path` in errors.
+    pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> PairReader {
+        PairReader(Lines::new(src, path))
     }
 }
 
@@ -267,7 +287,8 @@ impl Iterator for PairReader {
             let mut it = line.split_whitespace();
             let (Some(fp), Some(id), None) = (it.next(), it.next(), it.next()) else {
                 return Err(format!(
-                    "expected \"FINGERPRINT_HEX ID\" (two fields), found {line:?}"
+                    "expected \"FINGERPRINT_HEX ID\" (two fields), found {}",
+                    quote(line)
                 ));
             };
             Ok((parse_hex(fp)?, parse_id(id)?))
@@ -279,9 +300,9 @@ impl Iterator for PairReader {
 pub struct IdReader(Lines);
 
 impl IdReader {
-    /// Read `path` (`-` is stdin).
-    pub fn open(path: &Path) -> Result<IdReader> {
-        Ok(IdReader(Lines::open(path)?))
+    /// Read `src`, named `path` in errors.
+    pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> IdReader {
+        IdReader(Lines::new(src, path))
     }
 }
 

@@ -19,6 +19,7 @@ mod inspect;
 mod output;
 mod progress;
 mod query;
+mod spool;
 mod store_cmd;
 mod util;
 

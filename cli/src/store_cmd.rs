@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::input::{IdReader, PairReader};
+use crate::spool::Replayable;
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
 use simdex::{Error, Result};
 
@@ -213,13 +214,9 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         )));
     }
     // The whole input is checked before anything is written: a bad line at the end must not
-    // leave the pairs before it applied. A file is read twice; standard input is held in memory.
-    let held: Option<Vec<(u64, u64)>> = if a.input == std::path::Path::new("-") {
-        Some(PairReader::open(&a.input)?.collect::<Result<_>>()?)
-    } else {
-        PairReader::open(&a.input)?.try_for_each(|p| p.map(drop))?;
-        None
-    };
+    // leave the pairs before it applied. So it is read twice; a pipe is copied once first.
+    let input = Replayable::open(&a.input, &crate::spool::beside(&a.dir))?;
+    PairReader::new(input.reader()?, input.name()).try_for_each(|p| p.map(drop))?;
     if !a.dir.exists() {
         Store::create(&a.dir, &a.layout.create_options(a.expected)?)?;
         if !a.open.quiet {
@@ -231,10 +228,7 @@ pub fn insert(a: InsertArgs) -> Result<()> {
     let pb = crate::progress::bar(!a.open.quiet, None, "inserting");
     let mut n = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
-    let mut input: Box<dyn Iterator<Item = Result<(u64, u64)>>> = match held {
-        Some(v) => Box::new(v.into_iter().map(Ok)),
-        None => Box::new(PairReader::open(&a.input)?),
-    };
+    let mut input = PairReader::new(input.reader()?, input.name());
     loop {
         chunk.clear();
         for p in input.by_ref().take(CHUNK) {
@@ -266,18 +260,11 @@ pub fn insert(a: InsertArgs) -> Result<()> {
 /// Run `delete`.
 pub fn delete(a: DeleteArgs) -> Result<()> {
     // Every id is checked before any is deleted (as for insert).
-    let held: Option<Vec<u64>> = if a.ids == std::path::Path::new("-") {
-        Some(IdReader::open(&a.ids)?.collect::<Result<_>>()?)
-    } else {
-        IdReader::open(&a.ids)?.try_for_each(|p| p.map(drop))?;
-        None
-    };
+    let input = Replayable::open(&a.ids, &crate::spool::beside(&a.dir))?;
+    IdReader::new(input.reader()?, input.name()).try_for_each(|p| p.map(drop))?;
     let store = a.open.open(&a.dir)?;
     let mut n = 0u64;
-    let mut input: Box<dyn Iterator<Item = Result<u64>>> = match held {
-        Some(v) => Box::new(v.into_iter().map(Ok)),
-        None => Box::new(IdReader::open(&a.ids)?),
-    };
+    let mut input = IdReader::new(input.reader()?, input.name());
     loop {
         let chunk: Vec<u64> = input.by_ref().take(CHUNK).collect::<Result<_>>()?;
         if chunk.is_empty() {

@@ -2,7 +2,7 @@
 //! fix.
 
 mod common;
-use common::{fails, ok, simdex};
+use common::{fails, ok, pairs, simdex};
 
 use std::path::Path;
 
@@ -89,12 +89,6 @@ fn out_follows_links_streams_into_special_files_and_refuses_directories() {
         &simdex(&["gen", "--n", "2000", "--out", "loop1"], None, d),
         "symbolic links",
     );
-}
-
-fn pairs(n: u64) -> String {
-    (0..n)
-        .map(|i| format!("{:016x} {i}\n", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
-        .collect()
 }
 
 /// `rebuild` keeps k, design, codec and block size unless given; `insert` refuses to change

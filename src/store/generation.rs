@@ -397,7 +397,8 @@ pub fn write_generation_with(
         close(group);
         let (_, pairs, fps) = iw.finish()?;
         Ok((pairs, fps))
-    })?;
+    })
+    .map_err(|e| e.with_path(&ids_path))?;
     pb.finish();
 
     // 2. The tables.

@@ -48,3 +48,22 @@ pub fn fails(o: &Output, needle: &str) {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "one-line error: {err}");
 }
+
+/// `n` lines of `FINGERPRINT_HEX ID` (distinct, scattered fingerprints; ids 0..n).
+pub fn pairs(n: u64) -> String {
+    (0..n)
+        .map(|i| format!("{:016x} {i}\n", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+        .collect()
+}
+
+/// Make a FIFO at `p` and write `data` into it from a thread (which blocks until a reader opens
+/// it); join the handle to know the reader took everything.
+pub fn fifo_with(p: &Path, data: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let made = Command::new("mkfifo").arg(p).status().unwrap();
+    assert!(made.success(), "mkfifo {}", p.display());
+    let p = p.to_path_buf();
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.write_all(&data).unwrap();
+    })
+}
