@@ -82,6 +82,17 @@ pub enum Error {
     /// An earlier write or fsync failed; the store refuses further writes until reopened
     /// (after a failed fsync the kernel may have dropped the dirty pages: retrying would lie).
     Poisoned(String),
+    /// A store opened for writing by one process was asked to write (or flush, or compact) by a
+    /// process forked from it, through the handle the fork inherited. The two processes would
+    /// append to one log at independent positions and lose each other's acknowledged writes.
+    Forked {
+        /// The store directory.
+        dir: PathBuf,
+        /// The process that opened the store.
+        opened_by: u32,
+        /// The process that asked.
+        caller: u32,
+    },
     /// The caller's progress receiver (`Progress::cancelled`) asked the operation to stop; nothing
     /// was published.
     Cancelled,
@@ -208,6 +219,18 @@ impl fmt::Display for Error {
                 f,
                 "the store refuses writes after an earlier failure ({why}); reopen it to \
                  recover from its log"
+            ),
+            Error::Forked {
+                dir,
+                opened_by,
+                caller,
+            } => write!(
+                f,
+                "{}: process {caller} is a fork of process {opened_by}, which opened the store \
+                 for writing: a forked child cannot write through the inherited handle (open \
+                 the store in the child after the parent has closed it, or send the writes to \
+                 the parent)",
+                dir.display()
             ),
             Error::Cancelled => write!(f, "cancelled; nothing was published"),
         }

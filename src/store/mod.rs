@@ -114,6 +114,9 @@ pub struct Store {
     /// The error of the last failed background compaction, reported by the next call.
     background_error: Mutex<Option<Error>>,
     closed: AtomicBool,
+    /// The process that opened the store: a process forked from it shares the log's file
+    /// description but not this process's view of the log's length, so it may not write.
+    pid: u32,
 }
 
 impl Store {
@@ -147,7 +150,24 @@ impl Store {
                 self.dir.display()
             )));
         }
+        self.check_not_forked()?;
         self.durability.check()
+    }
+
+    /// An error in a process forked after the store was opened (see format-spec/store.md,
+    /// "Processes that fork"): the child's copy of the log writer, its positions and its
+    /// group-commit state describe the parent's log, and writing through them would interleave
+    /// two crc chains in one file.
+    fn check_not_forked(&self) -> Result<()> {
+        let caller = std::process::id();
+        if caller == self.pid {
+            return Ok(());
+        }
+        Err(Error::Forked {
+            dir: self.dir.clone(),
+            opened_by: self.pid,
+            caller,
+        })
     }
 
     /// Sizes.
@@ -207,6 +227,12 @@ impl Store {
 
     fn shutdown(&mut self) -> Result<()> {
         if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if !self.read_only && self.check_not_forked().is_err() {
+            // A forked child's copy: the group-commit thread does not exist here (joining it
+            // would wait forever), and the log belongs to the parent. Nothing to write.
+            std::mem::forget(self.flusher.take());
             return Ok(());
         }
         self.durability.stop.store(true, Ordering::Release);

@@ -317,6 +317,7 @@ impl Store {
             compaction_nanos: AtomicU64::new(0),
             background_error: Mutex::new(None),
             closed: AtomicBool::new(false),
+            pid: std::process::id(),
         })
     }
 }

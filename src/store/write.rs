@@ -169,6 +169,7 @@ impl Store {
         if self.read_only {
             return Ok(());
         }
+        self.check_not_forked()?;
         self.durability
             .sync_to(self.durability.appended.load(Ordering::Acquire))
     }
