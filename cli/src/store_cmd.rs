@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::input::{IdReader, PairReader};
 use crate::spool::Replayable;
-use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
+use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions, SyncPolicy};
 use simdex::{Error, Result};
 
 use crate::util::parse_size;
@@ -35,15 +35,16 @@ pub struct OpenArgs {
 }
 
 impl OpenArgs {
+    fn options(&self) -> StoreOptions {
+        StoreOptions::default()
+            .with_sync(self.sync)
+            .with_max_delta(self.max_delta)
+            .with_mem_bytes(self.mem)
+            .with_progress(crate::progress::handle(!self.quiet))
+    }
+
     fn open(&self, dir: &std::path::Path) -> Result<Store> {
-        let s = Store::open(
-            dir,
-            &StoreOptions::default()
-                .with_sync(self.sync)
-                .with_max_delta(self.max_delta)
-                .with_mem_bytes(self.mem)
-                .with_progress(crate::progress::handle(!self.quiet)),
-        )?;
+        let s = Store::open(dir, &self.options())?;
         for w in s.recovery().warnings() {
             eprintln!("simdex: warning: {w}");
         }
@@ -104,39 +105,24 @@ impl StoreLayoutArgs {
     /// An error naming the first option given that differs from the existing store: `insert`
     /// never changes a store's shape silently (that is `rebuild`'s job).
     fn check_against(&self, dir: &std::path::Path, s: &simdex::store::StoreStats) -> Result<()> {
-        let differs = |what: &str, given: String, has: String| {
-            Error::InvalidArgument(format!(
+        let mut req = ShapeRequest::default();
+        req.k = self.k;
+        req.design = self.design.clone();
+        req.codec = self.codec;
+        req.block_size = match &self.block_size {
+            Some(b) => Some(crate::util::parse_block_size(b)?),
+            None => None,
+        };
+        match s.shape_difference(&req) {
+            None => Ok(()),
+            Some((what, given, has)) => Err(Error::InvalidArgument(format!(
                 "{} has {what} {has}, but --{what} {given} was given: insert does not change \
                  an existing store (leave the option out, or change it with `simdex rebuild \
                  {} --{what} {given}`)",
                 dir.display(),
                 dir.display()
-            ))
-        };
-        if let Some(k) = self.k
-            && k != s.k
-        {
-            return Err(differs("k", k.to_string(), s.k.to_string()));
+            ))),
         }
-        if let Some(d) = &self.design
-            && d != "auto"
-            && *d != s.design
-        {
-            return Err(differs("design", d.clone(), s.design.clone()));
-        }
-        if let Some(c) = self.codec
-            && c != s.codec
-        {
-            return Err(differs("codec", c.name().into(), s.codec.name().into()));
-        }
-        if let Some(b) = &self.block_size {
-            let want = crate::util::parse_block_size(b)?;
-            if want != s.block_size {
-                let show = |b: Option<u32>| b.map_or("auto".to_string(), |b| b.to_string());
-                return Err(differs("block-size", show(want), show(s.block_size)));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -215,6 +201,7 @@ pub fn insert(a: InsertArgs) -> Result<()> {
     }
     // The whole input is checked before anything is written: a bad line at the end must not
     // leave the pairs before it applied. So it is read twice; a pipe is copied once first.
+    a.open.options().validate()?;
     let input = Replayable::open(&a.input, &crate::spool::beside(&a.dir))?;
     PairReader::new(input.reader()?, input.name()).try_for_each(|p| p.map(drop))?;
     if !a.dir.exists() {

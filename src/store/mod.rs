@@ -47,8 +47,8 @@ use wal::LogWriter;
 
 pub use generation::{Generation, GenerationSummary};
 pub use options::{
-    CreateOptions, Recovery, StoreCounters, StoreMatch, StoreNearMany, StoreOptions, StoreRow,
-    StoreStats, SyncPolicy,
+    CreateOptions, Recovery, ShapeRequest, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
+    StoreRow, StoreStats, SyncPolicy,
 };
 
 /// File name of the writer lock.

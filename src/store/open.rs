@@ -127,11 +127,7 @@ impl Store {
     }
 
     fn open_inner(dir: &Path, opts: &StoreOptions, read_only: bool) -> Result<Store> {
-        if opts.max_delta == 0 {
-            return Err(Error::InvalidArgument(
-                "max_delta must be at least 1".into(),
-            ));
-        }
+        opts.validate()?;
         if !Store::is_store(dir) {
             return Err(Error::io(
                 dir.join(generation::CURRENT_NAME),

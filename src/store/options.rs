@@ -78,6 +78,19 @@ impl Default for StoreOptions {
 }
 
 impl StoreOptions {
+    /// An error for options no store can be opened with: checked by [`Store::open`], and by
+    /// callers that create a store before opening it, so that a bad option creates nothing.
+    ///
+    /// [`Store::open`]: super::Store::open
+    pub fn validate(&self) -> crate::Result<()> {
+        if self.max_delta == 0 {
+            return Err(crate::Error::InvalidArgument(
+                "max_delta must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Log sync policy.
     pub fn with_sync(mut self, sync: SyncPolicy) -> Self {
         self.sync = sync;
@@ -268,4 +281,45 @@ pub struct StoreStats {
     pub id_map_bytes: u64,
     /// Bytes of the logs.
     pub log_bytes: u64,
+}
+
+/// The shape a caller asks of a store it opens or creates (what is `None` is not asked): checked
+/// against an existing store with [`StoreStats::shape_difference`], so that options meant for a
+/// new store are never silently ignored when the store already exists.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ShapeRequest {
+    /// k.
+    pub k: Option<u32>,
+    /// A design name (`auto` asks nothing).
+    pub design: Option<String>,
+    /// The codec.
+    pub codec: Option<Codec>,
+    /// The block size policy (`Some(None)`: automatic).
+    pub block_size: Option<Option<u32>>,
+}
+
+impl StoreStats {
+    /// The first part of `req` this store differs in: (option name, value asked, value held).
+    pub fn shape_difference(&self, req: &ShapeRequest) -> Option<(&'static str, String, String)> {
+        let show = |b: Option<u32>| b.map_or("auto".to_string(), |b| b.to_string());
+        match req {
+            ShapeRequest { k: Some(k), .. } if *k != self.k => {
+                Some(("k", k.to_string(), self.k.to_string()))
+            }
+            ShapeRequest {
+                design: Some(d), ..
+            } if d != "auto" && *d != self.design => {
+                Some(("design", d.clone(), self.design.clone()))
+            }
+            ShapeRequest { codec: Some(c), .. } if *c != self.codec => {
+                Some(("codec", c.name().into(), self.codec.name().into()))
+            }
+            ShapeRequest {
+                block_size: Some(b),
+                ..
+            } if *b != self.block_size => Some(("block-size", show(*b), show(self.block_size))),
+            _ => None,
+        }
+    }
 }

@@ -30,6 +30,37 @@ pub fn u64_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonl
     Ok(arr)
 }
 
+/// Document ids: a `uint64` array read in place, or an `int64` array (numpy's default integer)
+/// copied once if no id is negative.
+pub enum Ids<'py> {
+    Borrowed(PyReadonlyArray1<'py, u64>),
+    Converted(Vec<u64>),
+}
+
+impl Ids<'_> {
+    pub fn as_slice(&self) -> PyResult<&[u64]> {
+        match self {
+            Ids::Borrowed(a) => Ok(a.as_slice()?),
+            Ids::Converted(v) => Ok(v),
+        }
+    }
+}
+
+/// [`u64_array`], or an `int64` array of non-negative ids.
+pub fn id_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Ids<'py>> {
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'py, i64>>() {
+        let v = a.as_array();
+        if let Some(pos) = v.iter().position(|&x| x < 0) {
+            return Err(crate::errors::invalid(format!(
+                "{what}[{pos}] = {} is negative: document ids are 0..2**64",
+                v[pos]
+            )));
+        }
+        return Ok(Ids::Converted(v.iter().map(|&x| x as u64).collect()));
+    }
+    u64_array(obj, what).map(Ids::Borrowed)
+}
+
 /// Hand a vector to numpy without copying.
 pub fn out<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyArray1<T>> {
     numpy::IntoPyArray::into_pyarray(v, py)

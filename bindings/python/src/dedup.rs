@@ -4,11 +4,14 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+
+use crate::args::{Distance, Threads};
 use rayon::prelude::*;
 use simdex::ProgressHandle;
 
 use crate::arrays::{out, u64_array};
-use crate::errors::{detached, invalid};
+use crate::runtime::detached;
+use crate::errors::invalid;
 use crate::texts::visible;
 
 /// Rows grouped by fingerprint (skipped rows left out) and the index self-join of the distinct
@@ -97,12 +100,12 @@ pub fn find(parent: &mut [usize], mut x: usize) -> usize {
 pub fn dedup_fingerprints<'py>(
     py: Python<'py>,
     fingerprints: &Bound<'py, PyAny>,
-    k: u32,
+    k: Distance,
     skip: Option<&Bound<'py, PyAny>>,
     return_pairs: bool,
     mem_bytes: u64,
     tmp: Option<PathBuf>,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<(
     Bound<'py, PyArray1<i64>>,
     Option<(
@@ -111,6 +114,7 @@ pub fn dedup_fingerprints<'py>(
         Bound<'py, PyArray1<u32>>,
     )>,
 )> {
+    let k = k.0;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
     let skip_arr = match skip {
@@ -176,14 +180,14 @@ pub fn dedup_fingerprints<'py>(
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn verify_texts<'py>(
     py: Python<'py>,
-    texts: Vec<String>,
+    texts: &Bound<'py, PyAny>,
     fingerprints: &Bound<'py, PyAny>,
     t: f64,
-    k: u32,
+    k: Distance,
     html: bool,
     mem_bytes: u64,
     tmp: Option<PathBuf>,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<(
     Bound<'py, PyArray1<i64>>,
     (
@@ -193,7 +197,9 @@ pub fn verify_texts<'py>(
         Bound<'py, PyArray1<f64>>,
     ),
 )> {
+    let k = k.0;
     use simdex::simhash::eval;
+    let texts = crate::texts::Texts::from_py(texts)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
     if fps.len() != texts.len() {
@@ -215,9 +221,9 @@ pub fn verify_texts<'py>(
     }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let (clusters, verified) = detached(py, threads, move || {
-        let sets: Vec<Vec<u64>> = texts
-            .par_iter()
-            .map(|x| eval::shingle_set(&visible(x, html), eval::TRUTH_SHINGLE))
+        let sets: Vec<Vec<u64>> = (0..texts.len())
+            .into_par_iter()
+            .map(|i| eval::shingle_set(&visible(texts.get(i), html), eval::TRUTH_SHINGLE))
             .collect();
         let verified = if k > simdex::design::MAX_K {
             eval::verify_scan(fps, &sets, k, t).0
@@ -249,28 +255,24 @@ pub fn verify_texts<'py>(
 
 /// The word 3-shingle Jaccard of each pair of texts `(a[i], b[i])` if it is at least `t`, else
 /// NaN: internal, the verification stage of `simdex.spark`. Each side is a list of str or an
-/// Arrow string array (as for `hash_arrow`); the rule is `simdex dedup --verify`'s.
+/// Arrow producer of strings (as for `hash_texts`); the rule is `simdex dedup --verify`'s.
 #[pyfunction]
-#[pyo3(signature = (a=None, b=None, arrow_a=None, arrow_b=None, *, t, html=false, threads=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (a, b, *, t, html=false, threads=None))]
 pub fn jaccard_pairs<'py>(
     py: Python<'py>,
-    a: Option<Vec<String>>,
-    b: Option<Vec<String>>,
-    arrow_a: Option<crate::texts::ArrowSpec>,
-    arrow_b: Option<crate::texts::ArrowSpec>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
     t: f64,
     html: bool,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use crate::texts::Texts;
     use simdex::simhash::eval;
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("t = {t} is not in (0, 1]")));
     }
-    // SAFETY: `simdex._arrow_spec` of live arrays, held by the caller for the call.
-    let ta = unsafe { Texts::either(a, arrow_a, "side a") }.map_err(crate::errors::to_py)?;
-    let tb = unsafe { Texts::either(b, arrow_b, "side b") }.map_err(crate::errors::to_py)?;
+    let ta = Texts::from_py(a)?;
+    let tb = Texts::from_py(b)?;
     if ta.len() != tb.len() {
         return Err(invalid(format!(
             "the two sides differ in length ({} and {})",
@@ -279,15 +281,16 @@ pub fn jaccard_pairs<'py>(
         )));
     }
     let jac = detached(py, threads, move || {
-        (0..ta.len())
+        let jac = (0..ta.len())
             .into_par_iter()
             .with_min_len(64)
             .map(|i| {
-                let sa = eval::shingle_set(&visible(ta.get(i)?, html), eval::TRUTH_SHINGLE);
-                let sb = eval::shingle_set(&visible(tb.get(i)?, html), eval::TRUTH_SHINGLE);
-                Ok(eval::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN))
+                let sa = eval::shingle_set(&visible(ta.get(i), html), eval::TRUTH_SHINGLE);
+                let sb = eval::shingle_set(&visible(tb.get(i), html), eval::TRUTH_SHINGLE);
+                eval::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
             })
-            .collect::<simdex::Result<Vec<f64>>>()
+            .collect::<Vec<f64>>();
+        Ok(jac)
     })?;
     Ok(out(py, jac))
 }

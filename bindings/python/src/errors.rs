@@ -1,10 +1,8 @@
-//! Engine errors to Python exceptions, and running work without the GIL.
+//! Engine errors to Python exceptions.
 //!
 //! The exception classes live in Python (`simdex/_errors.py`) so that they can inherit from
 //! both `simdex.Error` and the matching builtin (`InvalidArgument` is a `ValueError`, `IoError`
 //! an `OSError`), which `create_exception!` cannot express.
-
-use std::panic::AssertUnwindSafe;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -22,6 +20,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Io { .. } => "IoError",
         Error::Poisoned(_) => "PoisonedError",
         Error::Cancelled => "CancelledError",
+        Error::Forked { .. } => "ForkError",
         _ => "Error",
     };
     raise(class, e.to_string())
@@ -39,40 +38,6 @@ pub fn raise(class: &str, msg: String) -> PyErr {
             Err(_) => PyRuntimeError::new_err(msg),
         }
     })
-}
-
-/// Run `f` without the GIL, on `threads` threads if given (else the global rayon pool),
-/// turning engine errors and panics into Python exceptions.
-pub fn detached<T: Send>(
-    py: Python<'_>,
-    threads: Option<usize>,
-    f: impl FnOnce() -> simdex::Result<T> + Send,
-) -> PyResult<T> {
-    let out = py.detach(move || {
-        std::panic::catch_unwind(AssertUnwindSafe(|| match threads {
-            Some(n) => rayon::ThreadPoolBuilder::new()
-                .num_threads(n.max(1))
-                .build()
-                .map_err(|e| Error::InvalidArgument(format!("threads = {n}: {e}")))
-                .and_then(|pool| pool.install(f)),
-            None => f(),
-        }))
-    });
-    match out {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(to_py(e)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(raise(
-                "Error",
-                format!("internal error (please report): {what}"),
-            ))
-        }
-    }
 }
 
 /// `InvalidArgument` with `msg`.

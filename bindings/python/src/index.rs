@@ -4,12 +4,15 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+
+use crate::args::{Distance, Threads};
 use pyo3::types::PyDict;
 use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, OpenOptions, Shard};
 use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
-use crate::errors::{detached, invalid, to_py};
+use crate::runtime::{detached, detached_cancellable};
+use crate::errors::{invalid, to_py};
 
 /// The two ways an index is held: mapped files (the default) or bytes read into memory.
 enum Held {
@@ -74,19 +77,20 @@ impl PyIndex {
 impl PyIndex {
     /// Build an index at `path` (which must not exist) from a uint64 array, then open it.
     #[staticmethod]
-    #[pyo3(signature = (path, fingerprints, *, k=3, design="auto", codec="h-delta", block_size=None, mem_bytes=1<<30, threads=None))]
+    #[pyo3(signature = (path, fingerprints, *, k=Distance(3), design="auto", codec="h-delta", block_size=None, mem_bytes=1<<30, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
         path: PathBuf,
         fingerprints: &Bound<'_, PyAny>,
-        k: u32,
+        k: Distance,
         design: &str,
         codec: &str,
         block_size: Option<u32>,
         mem_bytes: u64,
-        threads: Option<usize>,
+        threads: Option<Threads>,
     ) -> PyResult<PyIndex> {
+        let k = k.0;
         let arr = u64_array(fingerprints, "fingerprints")?;
         let fps = arr.as_slice()?;
         let opts = BuildOptions::default()
@@ -96,7 +100,9 @@ impl PyIndex {
             .with_block_size(block_size)
             .with_mem_bytes(mem_bytes);
         let p = path.clone();
-        let idx = detached(py, threads, move || {
+        // Ctrl-C stops the build between chunks and publishes nothing.
+        let idx = detached_cancellable(py, threads, move |cancel| {
+            let opts = opts.with_progress(cancel.progress());
             index::build(&p, fps.iter().map(|&f| Ok(f)), &opts)?;
             Index::open(&p)
         })?;
@@ -131,7 +137,8 @@ impl PyIndex {
 
     /// (fingerprints, distances) within k of `fingerprint`, by distance then value.
     #[pyo3(signature = (fingerprint, k=None))]
-    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<u32>) -> PyResult<Pair<'py>> {
+    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<Distance>) -> PyResult<Pair<'py>> {
+        let k = k.map(|k| k.0);
         let k = self.k_or_design(k);
         let ms: Vec<Match> = with!(&self.held, i => i.near(fingerprint, k)).map_err(to_py)?;
         let (f, d): (Vec<u64>, Vec<u32>) = ms.iter().map(|m| (m.fingerprint, m.distance)).unzip();
@@ -140,7 +147,8 @@ impl PyIndex {
 
     /// True if some stored fingerprint is within k of `fingerprint`.
     #[pyo3(signature = (fingerprint, k=None))]
-    fn has_near(&self, fingerprint: u64, k: Option<u32>) -> PyResult<bool> {
+    fn has_near(&self, fingerprint: u64, k: Option<Distance>) -> PyResult<bool> {
+        let k = k.map(|k| k.0);
         let k = self.k_or_design(k);
         with!(&self.held, i => i.has_near(fingerprint, k)).map_err(to_py)
     }
@@ -151,9 +159,10 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         fingerprints: &Bound<'py, PyAny>,
-        k: Option<u32>,
-        threads: Option<usize>,
+        k: Option<Distance>,
+        threads: Option<Threads>,
     ) -> PyResult<Triple<'py>> {
+        let k = k.map(|k| k.0);
         let arr = u64_array(fingerprints, "fingerprints")?;
         let qs = arr.as_slice()?;
         let k = self.k_or_design(k);
@@ -171,11 +180,12 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         fingerprints: &Bound<'py, PyAny>,
-        k: Option<u32>,
+        k: Option<Distance>,
         within: bool,
         shard: Option<(u64, u64)>,
-        threads: Option<usize>,
+        threads: Option<Threads>,
     ) -> PyResult<Py<PyAny>> {
+        let k = k.map(|k| k.0);
         let arr = u64_array(fingerprints, "fingerprints")?;
         let qs = arr.as_slice()?;
         let k = self.k_or_design(k);
@@ -270,7 +280,7 @@ impl PyIndex {
     /// Check every checksum and structure (all cores); a dict of what was checked, or
     /// `simdex.CorruptError`.
     #[pyo3(signature = (*, threads=None))]
-    fn verify<'py>(&self, py: Python<'py>, threads: Option<usize>) -> PyResult<Bound<'py, PyDict>> {
+    fn verify<'py>(&self, py: Python<'py>, threads: Option<Threads>) -> PyResult<Bound<'py, PyDict>> {
         let held = &self.held;
         let r = detached(py, threads, move || with!(held, i => i.verify()))?;
         let d = PyDict::new(py);

@@ -8,11 +8,13 @@
 
 use pyo3::prelude::*;
 
+mod args;
 mod arrays;
 mod dedup;
 mod errors;
 mod index;
 mod join;
+mod runtime;
 mod store;
 mod text;
 mod texts;
@@ -20,11 +22,11 @@ mod texts;
 /// The compiled module.
 #[pymodule]
 fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::init();
     m.add_class::<index::PyIndex>()?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<text::PyIdf>()?;
     m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
-    m.add_function(wrap_pyfunction!(text::hash_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(text::doc_freqs, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::dedup_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::verify_texts, m)?)?;

@@ -6,11 +6,14 @@ use std::sync::RwLock;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use simdex::store::{CreateOptions, Store, StoreOptions};
 
-use crate::arrays::{out, u64_array};
-use crate::errors::{detached, invalid, raise, to_py};
+use crate::args::{Distance, Threads};
+use pyo3::types::PyDict;
+use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions};
+
+use crate::arrays::{id_array, out, u64_array};
+use crate::runtime::{Cancel, detached, detached_cancellable};
+use crate::errors::{invalid, raise, to_py};
 use crate::index::design_choice;
 
 /// A store open for reading and (unless read-only) writing.
@@ -25,7 +28,7 @@ pub struct PyStore {
 fn with_store<T: Send>(
     py: Python<'_>,
     s: &PyStore,
-    threads: Option<usize>,
+    threads: Option<Threads>,
     f: impl FnOnce(&Store) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
     let lock = &s.inner;
@@ -37,7 +40,47 @@ fn with_store<T: Send>(
             None => Ok(None),
         }
     })?;
-    r.ok_or_else(|| raise("Error", format!("{}: the store is closed", path.display())))
+    r.ok_or_else(|| closed(path))
+}
+
+/// A torn log tail is a warning the spec says a reader MUST give (format-spec/store.md): raised
+/// as `simdex.RecoveryWarning` through Python's `warnings`, so it is shown once by default,
+/// logged by `logging.captureWarnings`, and an error under `-W error`.
+fn warn_torn(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let class = py.import("simdex._errors")?.getattr("RecoveryWarning")?;
+    for w in warnings {
+        PyErr::warn(py, &class, &std::ffi::CString::new(w.as_str())?, 1)?;
+    }
+    Ok(())
+}
+
+/// Pairs (or ids) per step of a long insert or delete: Ctrl-C is honoured between steps, and the
+/// steps already taken stay applied (each is acknowledged like a call of its own).
+const CHUNK: usize = 1 << 16;
+
+/// [`with_store`] for long writes: runs as a job while the calling thread handles signals.
+fn with_store_cancellable<T: Send>(
+    py: Python<'_>,
+    s: &PyStore,
+    f: impl FnOnce(&Store, &Cancel) -> simdex::Result<T> + Send,
+) -> PyResult<T> {
+    let lock = &s.inner;
+    let path = &s.path;
+    let r = detached_cancellable(py, None, move |cancel| {
+        let g = lock.read().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some(store) => f(store, cancel).map(Some),
+            None => Ok(None),
+        }
+    })?;
+    r.ok_or_else(|| closed(path))
+}
+
+fn closed(path: &std::path::Path) -> PyErr {
+    raise("Error", format!("{}: the store is closed", path.display()))
 }
 
 type Rows<'py> = (
@@ -50,15 +93,15 @@ type Rows<'py> = (
 impl PyStore {
     /// Open the store at `path` (see the stubs for every option).
     #[new]
-    #[pyo3(signature = (path, *, create=false, k=3, design="auto", codec="h-delta", block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false))]
+    #[pyo3(signature = (path, *, create=false, k=None, design=None, codec=None, block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         create: bool,
-        k: u32,
-        design: &str,
-        codec: &str,
+        k: Option<Distance>,
+        design: Option<&str>,
+        codec: Option<&str>,
         block_size: Option<u32>,
         expected: u64,
         sync: &str,
@@ -75,27 +118,61 @@ impl PyStore {
             .with_max_delta(max_delta)
             .with_mem_bytes(mem_bytes)
             .with_populate(populate);
+        opts.validate().map_err(to_py)?;
+        let codec = codec.map(str::parse).transpose().map_err(to_py)?;
         let copts = CreateOptions::default()
-            .with_k(k)
-            .with_design(design_choice(design))
-            .with_codec(codec.parse().map_err(to_py)?)
+            .with_k(k.map_or(3, |k| k.0))
+            .with_design(design_choice(design.unwrap_or("auto")))
+            .with_codec(codec.unwrap_or(simdex::codec::Codec::HDelta))
             .with_block_size(block_size)
             .with_expected_keys(expected);
+        let mut req = ShapeRequest::default();
+        req.k = k.map(|k| k.0);
+        req.design = design.map(str::to_string);
+        req.codec = codec;
+        req.block_size = block_size.map(Some);
         let p = path.clone();
         let store = detached(py, None, move || {
-            if create && !Store::is_store(&p) {
+            let created = create && !Store::is_store(&p);
+            if created {
                 Store::create(&p, &copts)?;
             }
-            if read_only {
-                Store::open_read_only_with(&p, &opts)
+            let store = if read_only {
+                Store::open_read_only_with(&p, &opts)?
             } else {
-                Store::open(&p, &opts)
+                Store::open(&p, &opts)?
+            };
+            // Options for a new store must not be ignored silently when it already exists.
+            if let Some((what, given, has)) = store.stats().shape_difference(&req) {
+                let what = what.replace('-', "_");
+                return Err(simdex::Error::InvalidArgument(format!(
+                    "{} already exists with {what}={has}, not {what}={given}: leave {what} out \
+                     to open it as it is, or change it with `simdex rebuild`",
+                    p.display()
+                )));
             }
+            Ok(store)
         })?;
-        Ok(PyStore {
+        let torn = store.recovery().warnings();
+        let py_store = PyStore {
             inner: RwLock::new(Some(store)),
             path,
-        })
+        };
+        warn_torn(py, &torn)?;
+        Ok(py_store)
+    }
+
+    /// What opening the store found and did: `{"logs", "records", "torn", "removed"}`; `torn`
+    /// lists `(log path, offset of the valid end, bytes dropped after it)`.
+    #[getter]
+    fn recovery<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = with_store(py, self, None, |s| Ok(s.recovery().clone()))?;
+        let d = PyDict::new(py);
+        d.set_item("logs", r.logs)?;
+        d.set_item("records", r.records)?;
+        d.set_item("torn", r.torn)?;
+        d.set_item("removed", r.removed)?;
+        Ok(d)
     }
 
     /// Store `fingerprints[i]` for document `ids[i]` (two uint64 arrays of one length).
@@ -106,7 +183,7 @@ impl PyStore {
         ids: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let fa = u64_array(fingerprints, "fingerprints")?;
-        let ia = u64_array(ids, "ids")?;
+        let ia = id_array(ids, "ids")?;
         let (f, i) = (fa.as_slice()?, ia.as_slice()?);
         if f.len() != i.len() {
             return Err(invalid(format!(
@@ -115,22 +192,33 @@ impl PyStore {
                 i.len()
             )));
         }
-        with_store(py, self, None, move |s| {
-            let pairs: Vec<(u64, u64)> = f.iter().copied().zip(i.iter().copied()).collect();
-            s.insert_many(&pairs)
+        with_store_cancellable(py, self, move |s, cancel| {
+            for (f, i) in f.chunks(CHUNK).zip(i.chunks(CHUNK)) {
+                cancel.check()?;
+                let pairs: Vec<(u64, u64)> = f.iter().copied().zip(i.iter().copied()).collect();
+                s.insert_many(&pairs)?;
+            }
+            Ok(())
         })
     }
 
     /// Delete every pair of each document id (a uint64 array).
     fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<()> {
-        let ia = u64_array(ids, "ids")?;
+        let ia = id_array(ids, "ids")?;
         let i = ia.as_slice()?;
-        with_store(py, self, None, move |s| s.delete_many(i))
+        with_store_cancellable(py, self, move |s, cancel| {
+            for c in i.chunks(CHUNK) {
+                cancel.check()?;
+                s.delete_many(c)?;
+            }
+            Ok(())
+        })
     }
 
     /// (fingerprint, distance, id) rows within k of `fingerprint`, by distance, fingerprint, id.
     #[pyo3(signature = (fingerprint, k=None))]
-    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<u32>) -> PyResult<Rows<'py>> {
+    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<Distance>) -> PyResult<Rows<'py>> {
+        let k = k.map(|k| k.0);
         let r = with_store(py, self, None, move |s| {
             let k = k.unwrap_or_else(|| s.stats().k);
             s.near_many(&[fingerprint], k)
@@ -151,14 +239,15 @@ impl PyStore {
         &self,
         py: Python<'py>,
         fingerprints: &Bound<'py, PyAny>,
-        k: Option<u32>,
-        threads: Option<usize>,
+        k: Option<Distance>,
+        threads: Option<Threads>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
         Bound<'py, PyArray1<u64>>,
         Bound<'py, PyArray1<u32>>,
         Bound<'py, PyArray1<u64>>,
     )> {
+        let k = k.map(|k| k.0);
         let arr = u64_array(fingerprints, "fingerprints")?;
         let qs = arr.as_slice()?;
         let r = with_store(py, self, threads, move |s| {

@@ -5,12 +5,15 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+
+use crate::args::Threads;
 use rayon::prelude::*;
 use simdex::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 use crate::arrays::{out, u64_array};
-use crate::errors::{detached, invalid, to_py};
-use crate::texts::{ArrowSpec, Texts, hash_all, visible};
+use crate::runtime::detached;
+use crate::errors::{invalid, to_py};
+use crate::texts::{Texts, hash_all, visible};
 
 /// IDF weights learned from a corpus (see the stubs).
 #[pyclass(module = "simdex._simdex", name = "Idf", frozen)]
@@ -37,59 +40,38 @@ fn hasher(shingle: usize, idf: Option<&PyIdf>) -> PyResult<Simhasher> {
 /// Fingerprints and "no features" flags.
 type Hashed<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
 
-/// Fingerprints of texts (a list of str): internal, called by `simdex.hash`.
+/// Fingerprints of texts (a sequence of str, or any Arrow producer of strings, read in place):
+/// internal, called by `simdex.hash`.
 #[pyfunction]
 #[pyo3(signature = (texts, *, shingle=2, idf=None, html=false, threads=None))]
 pub fn hash_texts<'py>(
     py: Python<'py>,
-    texts: Vec<String>,
+    texts: &Bound<'py, PyAny>,
     shingle: usize,
     idf: Option<&PyIdf>,
     html: bool,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<Hashed<'py>> {
     let h = hasher(shingle, idf)?;
-    let t = Texts::Owned(texts);
+    let t = Texts::from_py(texts)?;
     let (f, e) = detached(py, threads, move || hash_all(&t, &h, html))?;
     Ok((out(py, f), out(py, e)))
 }
 
-/// Fingerprints of an Arrow string array read in place: internal, called by `simdex.hash`
-/// with the addresses of the array's buffers (kept alive by the caller for the call).
+/// Document frequencies of texts (as for `hash_texts`): internal, called by
+/// `simdex.distributed.doc_freqs`. Returns (feature hashes ascending, documents holding each,
+/// documents counted): one partition's share of a distributed IDF count.
 #[pyfunction]
-#[pyo3(signature = (arrow, *, shingle=2, idf=None, html=false, threads=None))]
-pub fn hash_arrow<'py>(
-    py: Python<'py>,
-    arrow: ArrowSpec,
-    shingle: usize,
-    idf: Option<&PyIdf>,
-    html: bool,
-    threads: Option<usize>,
-) -> PyResult<Hashed<'py>> {
-    let h = hasher(shingle, idf)?;
-    // SAFETY: `simdex._arrow_spec` passes a live pyarrow array's buffers, held by the caller
-    // until this call returns.
-    let t = unsafe { Texts::arrow(&arrow) }.map_err(to_py)?;
-    let (f, e) = detached(py, threads, move || hash_all(&t, &h, html))?;
-    Ok((out(py, f), out(py, e)))
-}
-
-/// Document frequencies of texts (a list of str, or an Arrow array as for `hash_arrow`):
-/// internal, called by `simdex.doc_freqs`. Returns (feature hashes ascending, documents holding
-/// each, documents counted): one partition's share of a distributed IDF count.
-#[pyfunction]
-#[pyo3(signature = (texts=None, arrow=None, *, shingle=2, html=false, threads=None))]
+#[pyo3(signature = (texts, *, shingle=2, html=false, threads=None))]
 pub fn doc_freqs<'py>(
     py: Python<'py>,
-    texts: Option<Vec<String>>,
-    arrow: Option<ArrowSpec>,
+    texts: &Bound<'py, PyAny>,
     shingle: usize,
     html: bool,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<DocFreqs<'py>> {
     let h = hasher(shingle, None)?;
-    // SAFETY: as for `hash_arrow`.
-    let t = unsafe { Texts::either(texts, arrow, "the texts") }.map_err(to_py)?;
+    let t = Texts::from_py(texts)?;
     let (f, c, n) = detached(py, threads, move || {
         let counter = crate::texts::doc_freqs(&t, &h, html)?;
         let n = counter.docs();
@@ -107,22 +89,23 @@ type DocFreqs<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>, u64)
 
 #[pymethods]
 impl PyIdf {
-    /// Learn IDF weights from texts (a list of str).
+    /// Learn IDF weights from texts (as for `hash_texts`).
     #[staticmethod]
     #[pyo3(signature = (texts, *, shingle=2, html=false, threads=None))]
     fn learn(
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         shingle: usize,
         html: bool,
-        threads: Option<usize>,
+        threads: Option<Threads>,
     ) -> PyResult<PyIdf> {
         let h = hasher(shingle, None)?;
+        let texts = Texts::from_py(texts)?;
         let table = detached(py, threads, move || {
-            let feats: Vec<Vec<u64>> = texts
-                .par_iter()
-                .map(|t| {
-                    h.features(&visible(t, html))
+            let feats: Vec<Vec<u64>> = (0..texts.len())
+                .into_par_iter()
+                .map(|i| {
+                    h.features(&visible(texts.get(i), html))
                         .into_iter()
                         .map(|(f, _)| f)
                         .collect()

@@ -1,7 +1,14 @@
 //! Texts as the engine reads them: Python strings copied out, or an Arrow string array read in
 //! place; each text to its fingerprint, or to its distinct features for document frequencies.
 
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3_arrow::input::AnyArray;
+
+use crate::errors::invalid;
 use rayon::prelude::*;
 use simdex::simhash::{DfCounter, Simhasher, simhash_weighted};
 
@@ -26,88 +33,89 @@ pub fn hash_one(h: &Simhasher, text: &str, html: bool) -> (u64, bool) {
     (fp, empty)
 }
 
-/// Where a batch of texts lives: Python strings copied out, or an Arrow string array read in
-/// place.
-pub enum Texts<'a> {
+/// Where a batch of texts lives: Python strings copied out, or the chunks of an Arrow string
+/// array imported through the Arrow PyCapsule interface (`__arrow_c_array__` or
+/// `__arrow_c_stream__`: pyarrow, polars, DuckDB, nanoarrow...), held for the call and read in
+/// place. Every chunk is validated in full (offsets inside the data, UTF-8) when it is taken, so
+/// reading it afterwards cannot go out of bounds whatever the producer handed over.
+pub enum Texts {
     Owned(Vec<String>),
     Arrow {
-        offsets: ArrowOffsets<'a>,
-        data: &'a [u8],
-        valid: Option<&'a [u8]>,
-        offset: usize,
+        chunks: Vec<ArrayRef>,
+        /// Row number of each chunk's first row.
+        starts: Vec<usize>,
         len: usize,
     },
 }
 
-pub enum ArrowOffsets<'a> {
-    I32(&'a [i32]),
-    I64(&'a [i64]),
-}
-
-/// An Arrow string array as `simdex._arrow_spec` describes it: (offsets address, data address,
-/// data length, validity address or 0, offset, length, large offsets).
-#[derive(FromPyObject)]
-pub struct ArrowSpec(usize, usize, usize, usize, usize, usize, bool);
-
-impl Texts<'_> {
-    /// Texts given either as Python strings or as an Arrow array (exactly one of the two);
-    /// `what` names the argument pair in the error.
-    ///
-    /// # Safety
-    /// As for [`Texts::arrow`].
-    pub unsafe fn either(
-        texts: Option<Vec<String>>,
-        arrow: Option<ArrowSpec>,
-        what: &str,
-    ) -> simdex::Result<Texts<'static>> {
-        match (texts, arrow) {
-            (Some(v), None) => Ok(Texts::Owned(v)),
-            // SAFETY: the caller's contract.
-            (None, Some(a)) => unsafe { Texts::arrow(&a) },
-            _ => Err(simdex::Error::InvalidArgument(format!(
-                "give {what} as texts or as arrow, not both or neither"
-            ))),
+impl Texts {
+    /// Texts from any Python object that holds them: an Arrow producer (anything with
+    /// `__arrow_c_array__` or `__arrow_c_stream__`), or a sequence of str (None is empty text;
+    /// a numpy array of str or object included). One str, bytes, or a numpy array of numbers is
+    /// a TypeError: iterating it would hash characters or numbers.
+    pub fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Texts> {
+        if obj.hasattr("__arrow_c_stream__")? || obj.hasattr("__arrow_c_array__")? {
+            return Texts::arrow(obj.extract::<AnyArray>()?);
         }
+        let kind = |o: &Bound<'_, PyAny>| -> PyResult<Option<String>> {
+            o.getattr("dtype")
+                .and_then(|d| d.getattr("kind"))
+                .map(|k| k.extract().ok())
+                .or(Ok(None))
+        };
+        let not_texts = match obj {
+            o if o.is_instance_of::<pyo3::types::PyString>() => Some("a single str"),
+            o if o.is_instance_of::<pyo3::types::PyBytes>() => Some("bytes"),
+            o if o.hasattr("dtype")? && !matches!(kind(o)?.as_deref(), Some("U" | "O")) => {
+                Some("an array of numbers")
+            }
+            _ => None,
+        };
+        if let Some(what) = not_texts {
+            return Err(PyTypeError::new_err(format!(
+                "texts must be a sequence of str or an Arrow string array, not {what}"
+            )));
+        }
+        let v: Vec<Option<String>> = obj.extract().map_err(|_| {
+            PyTypeError::new_err(
+                "texts must be a sequence of str (None for empty text) or an Arrow string array",
+            )
+        })?;
+        Ok(Texts::Owned(v.into_iter().map(Option::unwrap_or_default).collect()))
     }
 
-    /// The texts of an Arrow array, read in place.
-    ///
-    /// # Safety
-    /// The addresses and sizes must be those of a live Arrow string array's buffers (offsets:
-    /// offset + length + 1 entries; validity: a bit per entry), alive while the result is.
-    pub unsafe fn arrow(spec: &ArrowSpec) -> simdex::Result<Texts<'static>> {
-        let &ArrowSpec(offsets_addr, data_addr, data_len, validity_addr, offset, len, large) = spec;
-        let bad = |m: &str| simdex::Error::InvalidArgument(m.to_string());
-        let n = offset
-            .checked_add(len)
-            .and_then(|n| n.checked_add(1))
-            .ok_or_else(|| bad("Arrow array length overflows"))?;
-        if offsets_addr == 0 || (data_addr == 0 && data_len > 0) {
-            return Err(bad("Arrow array without offsets or data buffer"));
+    /// The texts of an Arrow array or stream of strings: `string`, `large_string`,
+    /// `string_view`, or a dictionary of one of these (decoded to `large_string`).
+    pub fn arrow(a: AnyArray) -> PyResult<Texts> {
+        let reader = a.into_reader()?;
+        let mut chunks = Vec::new();
+        let mut starts = Vec::new();
+        let mut len = 0usize;
+        for chunk in reader {
+            let chunk = chunk.map_err(|e| invalid(format!("reading the Arrow stream: {e}")))?;
+            let chunk = match chunk.data_type() {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => chunk,
+                DataType::Dictionary(_, v)
+                    if matches!(**v, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) =>
+                {
+                    arrow_cast::cast(&chunk, &DataType::LargeUtf8)
+                        .map_err(|e| invalid(format!("decoding an Arrow dictionary: {e}")))?
+                }
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "texts must be an Arrow array of strings, got Arrow type {other}"
+                    )));
+                }
+            };
+            chunk
+                .to_data()
+                .validate_full()
+                .map_err(|e| invalid(format!("invalid Arrow string array: {e}")))?;
+            starts.push(len);
+            len += chunk.len();
+            chunks.push(chunk);
         }
-        // SAFETY: the caller's contract.
-        let offsets = unsafe {
-            if large {
-                ArrowOffsets::I64(std::slice::from_raw_parts(offsets_addr as *const i64, n))
-            } else {
-                ArrowOffsets::I32(std::slice::from_raw_parts(offsets_addr as *const i32, n))
-            }
-        };
-        let data: &[u8] = if data_len == 0 {
-            &[]
-        } else {
-            unsafe { std::slice::from_raw_parts(data_addr as *const u8, data_len) }
-        };
-        let valid = (validity_addr != 0).then(|| unsafe {
-            std::slice::from_raw_parts(validity_addr as *const u8, n.div_ceil(8))
-        });
-        Ok(Texts::Arrow {
-            offsets,
-            data,
-            valid,
-            offset,
-            len,
-        })
+        Ok(Texts::Arrow { chunks, starts, len })
     }
 
     pub fn len(&self) -> usize {
@@ -117,66 +125,43 @@ impl Texts<'_> {
         }
     }
 
-    /// Text `i` (a null is empty text); an error for bytes that are not UTF-8 or offsets out
-    /// of range.
-    pub fn get(&self, i: usize) -> simdex::Result<&str> {
+    /// Text `i` (a null is empty text).
+    pub fn get(&self, i: usize) -> &str {
         match self {
-            Texts::Owned(v) => Ok(&v[i]),
-            Texts::Arrow {
-                offsets,
-                data,
-                valid,
-                offset,
-                ..
-            } => {
-                let j = offset + i;
-                if let Some(bits) = valid
-                    && bits[j / 8] & (1 << (j % 8)) == 0
-                {
-                    return Ok("");
+            Texts::Owned(v) => &v[i],
+            Texts::Arrow { chunks, starts, .. } => {
+                let c = starts.partition_point(|&s| s <= i) - 1;
+                let (a, j) = (&chunks[c], i - starts[c]);
+                if a.is_null(j) {
+                    return "";
                 }
-                let (a, b) = match offsets {
-                    ArrowOffsets::I32(o) => (o[j] as i64, o[j + 1] as i64),
-                    ArrowOffsets::I64(o) => (o[j], o[j + 1]),
-                };
-                let bytes = usize::try_from(a)
-                    .ok()
-                    .zip(usize::try_from(b).ok())
-                    .and_then(|(a, b)| data.get(a..b))
-                    .ok_or_else(|| {
-                        simdex::Error::InvalidArgument(format!(
-                            "row {i}: Arrow offsets {a}..{b} outside the data buffer"
-                        ))
-                    })?;
-                std::str::from_utf8(bytes).map_err(|e| {
-                    simdex::Error::InvalidArgument(format!("row {i}: not UTF-8 ({e})"))
-                })
+                match a.data_type() {
+                    DataType::Utf8 => a.as_string::<i32>().value(j),
+                    DataType::LargeUtf8 => a.as_string::<i64>().value(j),
+                    _ => a.as_string_view().value(j),
+                }
             }
         }
     }
 }
 
-pub fn hash_all(
-    texts: &Texts<'_>,
-    h: &Simhasher,
-    html: bool,
-) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
+pub fn hash_all(texts: &Texts, h: &Simhasher, html: bool) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
     let r: Vec<(u64, bool)> = (0..texts.len())
         .into_par_iter()
         .with_min_len(64)
-        .map(|i| Ok(hash_one(h, texts.get(i)?, html)))
-        .collect::<simdex::Result<_>>()?;
+        .map(|i| hash_one(h, texts.get(i), html))
+        .collect();
     Ok(r.into_iter().unzip())
 }
 
 /// Document frequencies of the texts' features (unweighted hasher `h`), on all cores.
-pub fn doc_freqs(texts: &Texts<'_>, h: &Simhasher, html: bool) -> simdex::Result<DfCounter> {
+pub fn doc_freqs(texts: &Texts, h: &Simhasher, html: bool) -> simdex::Result<DfCounter> {
     (0..texts.len())
         .into_par_iter()
         .with_min_len(64)
         .try_fold(DfCounter::default, |mut c, i| {
             let f: Vec<u64> = h
-                .features(&visible(texts.get(i)?, html))
+                .features(&visible(texts.get(i), html))
                 .into_iter()
                 .map(|(f, _)| f)
                 .collect();

@@ -3,7 +3,14 @@
 Documents become fingerprints with :func:`hash`; :class:`Index` (read-only, built once) and
 :class:`Store` (writable, durable) answer "which stored fingerprints are within k bits of F?"
 exactly; :func:`dedup` clusters a corpus. Fingerprints are ``numpy.ndarray[uint64]`` in and out,
-read in place; every heavy call releases the GIL and runs on all cores (``threads=`` to limit).
+read in place; every heavy call releases the GIL and runs on all cores (``threads=`` to limit:
+at least 1, and more than the machine's cores is lowered to them). Long calls (``Index.build``,
+``Store.insert``/``delete``) stop on Ctrl-C; a build stopped so publishes nothing.
+
+Processes: an :class:`Index` is read-only and safe to use from forked children
+(``multiprocessing`` with fork); parallel calls in a child run on thread pools of its own. A
+:class:`Store` opened for writing may be queried from a forked child but written only by the
+process that opened it (:class:`ForkError` otherwise).
 """
 
 from __future__ import annotations
@@ -17,10 +24,12 @@ from ._errors import (
     CancelledError,
     CorruptError,
     Error,
+    ForkError,
     InvalidArgument,
     IoError,
     LockedError,
     PoisonedError,
+    RecoveryWarning,
     UnsupportedError,
 )
 from ._simdex import Idf, Index, Store
@@ -41,54 +50,29 @@ __all__ = [
     "IoError",
     "PoisonedError",
     "CancelledError",
+    "ForkError",
+    "RecoveryWarning",
 ]
 
 
-def _arrow_chunks(texts: Any) -> list[Any] | None:
-    """The chunks of a pyarrow string array or chunked array, or None if `texts` is not one."""
-    mod = type(texts).__module__
-    if not mod.startswith("pyarrow"):
-        return None
-    import pyarrow as pa
-
-    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
-    for c in chunks:
-        if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)):
-            raise TypeError(f"texts must be a string array, got Arrow type {c.type}")
-    return chunks
+def _is_arrow(x: Any) -> bool:
+    """True for any Arrow producer (the PyCapsule interface: pyarrow, polars, DuckDB...)."""
+    return hasattr(x, "__arrow_c_stream__") or hasattr(x, "__arrow_c_array__")
 
 
-def _arrow_spec(c: Any) -> tuple[int, int, int, int, int, int, bool]:
-    """The buffers of one Arrow string array, as the compiled module reads them in place (the
-    caller keeps ``c`` alive for the call)."""
-    import pyarrow as pa
-
-    validity, offsets, data = c.buffers()[:3]
-    return (
-        offsets.address,
-        data.address if data is not None else 0,
-        data.size if data is not None else 0,
-        validity.address if validity is not None else 0,
-        c.offset,
-        len(c),
-        pa.types.is_large_string(c.type),
-    )
+def _texts(texts: Any) -> Any:
+    """``texts`` as the compiled module takes them: an Arrow producer as it is, anything else
+    as a sequence (a generator is consumed once into a list)."""
+    if _is_arrow(texts) or isinstance(texts, (str, bytes, np.ndarray, list, tuple)):
+        return texts
+    return list(texts)
 
 
 def _hash(
     texts: Any, shingle: int, idf: Idf | None, html: bool, threads: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(fingerprints, no_features) for texts: a list of str or a pyarrow string array."""
-    chunks = _arrow_chunks(texts)
-    kw = dict(shingle=shingle, idf=idf, html=html, threads=threads)
-    if chunks is None:
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("texts must be a sequence of str, not a single string")
-        return _simdex.hash_texts(list(texts), **kw)
-    parts = [_simdex.hash_arrow(_arrow_spec(c), **kw) for c in chunks]
-    if not parts:
-        return np.zeros(0, np.uint64), np.zeros(0, bool)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    """(fingerprints, no_features) for texts: a sequence of str or any Arrow string array."""
+    return _simdex.hash_texts(_texts(texts), shingle=shingle, idf=idf, html=html, threads=threads)
 
 
 def hash(
@@ -101,7 +85,10 @@ def hash(
 ) -> np.ndarray:
     """The 64-bit simhash of each text, as ``numpy.ndarray[uint64]`` (one per input row).
 
-    ``texts`` is a list of str or a pyarrow string array (read in place, nulls as empty text).
+    ``texts`` is a sequence of str (None is empty text) or any Arrow array or stream of strings
+    (pyarrow, polars, DuckDB... through the Arrow PyCapsule interface: ``string``,
+    ``large_string``, ``string_view`` or dictionary-encoded; read in place, nulls as empty text).
+    One str is a TypeError (it would hash its characters).
     Features are word ``shingle``-shingles after NFKC, lowercasing and Unicode word splitting
     (character bigrams for scripts without spaces), weighted by count, times ``idf`` weights if
     given; ``html=True`` hashes a page's visible text. Equal to ``simdex hash`` on the same text
@@ -127,7 +114,8 @@ def dedup(
 ) -> Any:
     """Cluster near-duplicates: rows whose fingerprints are within ``k`` bits, transitively.
 
-    ``data`` is texts (as for :func:`hash`) or a ``uint64`` fingerprint array. Returns
+    ``data`` is texts (as for :func:`hash`; a numpy array of str included) or a numpy array of
+    fingerprints (``uint64``). Returns
     ``clusters``, an int64 array giving each row the smallest row number of its cluster (so
     ``clusters == arange(n)`` marks the rows to keep); with ``return_pairs=True`` returns
     ``(clusters, (row_a, row_b, distance))`` with every near-duplicate pair once, row_a < row_b.
@@ -143,11 +131,15 @@ def dedup(
     pairs are then ``(row_a, row_b, distance, jaccard)``. Fingerprints for verification use
     count weights (the widest candidate net), as ``simdex dedup --verify`` does.
     """
+    if isinstance(data, (str, bytes)):
+        raise TypeError("data must be a sequence of texts or a uint64 array, not a single string")
+    fingerprints = isinstance(data, np.ndarray) and data.dtype.kind not in "UO"
+    if not fingerprints:
+        data = _texts(data)
     if verify is not None:
-        if isinstance(data, np.ndarray):
+        if fingerprints:
             raise TypeError("verify needs the texts, not fingerprints")
-        texts = data.to_pylist() if _arrow_chunks(data) is not None else list(data)
-        texts = [t or "" for t in texts]
+        texts = data
         fps, _ = _hash(texts, shingle, idf, html, threads)
         clusters, pairs = _simdex.verify_texts(
             texts, fps, float(verify), candidate_k, html=html, mem_bytes=mem_bytes, tmp=tmp,
@@ -157,14 +149,12 @@ def dedup(
     skip = None
     if weights not in ("auto", "count", "idf"):
         raise InvalidArgument(f"weights must be auto, count or idf, not {weights!r}")
-    if isinstance(data, np.ndarray):
+    if fingerprints:
         fps = data
     else:
         if idf is None and weights in ("auto", "idf"):
             # The whole corpus is at hand: discount what many documents share (templates,
             # boilerplate), as `simdex dedup` does by default.
-            texts = data.to_pylist() if _arrow_chunks(data) is not None else list(data)
-            data = [t or "" for t in texts]
             idf = Idf.learn(data, shingle=shingle, html=html, threads=threads)
         fps, skip = _hash(data, shingle, idf, html, threads)
     clusters, pairs = _simdex.dedup_fingerprints(

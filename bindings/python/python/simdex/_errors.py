@@ -33,3 +33,14 @@ class PoisonedError(Error):
 
 class CancelledError(Error):
     """The operation was cancelled; nothing was published."""
+
+
+class ForkError(Error):
+    """A process forked from the one that opened a store for writing tried to write, flush or
+    compact through the inherited handle. Open the store in the child once the parent has closed
+    it, or send the writes to the parent; queries through the inherited handle are allowed."""
+
+
+class RecoveryWarning(UserWarning):
+    """Opening a store found a torn log tail (a write cut short by a crash, or damage to the last
+    record): what it held is not applied. ``Store.recovery`` has the log, offset and byte count."""

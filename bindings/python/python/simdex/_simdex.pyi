@@ -10,8 +10,9 @@ _Path = str | PathLike[str]
 _U64 = npt.NDArray[np.uint64]
 _U32 = npt.NDArray[np.uint32]
 _I64 = npt.NDArray[np.int64]
-# (offsets address, data address, data length, validity address or 0, offset, length, large)
-_ArrowSpec = tuple[int, int, int, int, int, int, bool]
+# A sequence of str (None = empty text), or any Arrow array or stream of strings: an object with
+# ``__arrow_c_array__`` or ``__arrow_c_stream__`` (pyarrow, polars, DuckDB, nanoarrow...).
+_Texts = Any
 
 __version__: str
 
@@ -20,7 +21,7 @@ class Idf:
 
     @staticmethod
     def learn(
-        texts: list[str], *, shingle: int = 2, html: bool = False, threads: int | None = None
+        texts: _Texts, *, shingle: int = 2, html: bool = False, threads: int | None = None
     ) -> Idf:
         """Learn weights from texts (each document's distinct shingles)."""
     @staticmethod
@@ -131,9 +132,9 @@ class Store:
         path: _Path,
         *,
         create: bool = False,
-        k: int = 3,
-        design: str = "auto",
-        codec: Literal["h-delta", "gap"] = "h-delta",
+        k: int | None = None,
+        design: str | None = None,
+        codec: Literal["h-delta", "gap"] | None = None,
         block_size: int | None = None,
         expected: int = 10_000_000,
         sync: str = "per-write",
@@ -142,13 +143,28 @@ class Store:
         read_only: bool = False,
         populate: bool = False,
     ) -> None:
-        """Open the store at ``path``, creating it first if ``create`` and it does not exist.
-        ``sync`` is ``"per-write"``, ``"group:<ms>"`` or ``"manual"``; ``populate=True`` maps
-        every table page of each generation as it is opened (see ``Index.open``)."""
+        """Open the store at ``path``, creating it first if ``create`` and it does not exist
+        (a new store gets k 3, design auto, codec h-delta and block size auto unless given).
+        ``k``, ``design``, ``codec`` and ``block_size`` given for a store that exists must match
+        it (InvalidArgument otherwise: they are never silently ignored). ``sync`` is
+        ``"per-write"``, ``"group:<ms>"`` or ``"manual"``; ``populate=True`` maps every table
+        page of each generation as it is opened (see ``Index.open``). A torn log tail found
+        on opening is reported as a :class:`simdex.RecoveryWarning` (see :attr:`recovery`).
+
+        **fork().** A process forked after the store was opened for writing may query through
+        the inherited object but not write, flush or compact (:class:`simdex.ForkError`):
+        two processes appending to one log would lose each other's acknowledged writes. Open
+        the store in the child after the parent has closed it, or send writes to the parent."""
+    @property
+    def recovery(self) -> dict[str, Any]:
+        """What opening found and did: ``logs`` and ``records`` replayed, ``torn`` (a list of
+        ``(log path, offset of the valid end, bytes dropped)``), ``removed`` leftovers."""
     def insert(self, fingerprints: _U64, ids: _U64) -> None:
-        """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``."""
+        """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``. ``ids``
+        may be int64 if none is negative. Ctrl-C stops a long call between steps of 65 536
+        pairs (KeyboardInterrupt); the steps before it stay applied."""
     def delete(self, ids: _U64) -> None:
-        """Delete every pair of each document id."""
+        """Delete every pair of each document id (Ctrl-C as for :meth:`insert`)."""
     def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32, _U64]:
         """(fingerprint, distance, id) rows within ``k``, by distance, fingerprint, id."""
     def near_many(
@@ -178,15 +194,7 @@ class Store:
     def __exit__(self, *args: object) -> bool: ...
 
 def hash_texts(
-    texts: list[str],
-    *,
-    shingle: int = 2,
-    idf: Idf | None = None,
-    html: bool = False,
-    threads: int | None = None,
-) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
-def hash_arrow(
-    arrow: _ArrowSpec,
+    texts: _Texts,
     *,
     shingle: int = 2,
     idf: Idf | None = None,
@@ -194,13 +202,15 @@ def hash_arrow(
     threads: int | None = None,
 ) -> tuple[_U64, npt.NDArray[np.bool_]]: ...
 def doc_freqs(
-    texts: list[str] | None = None,
-    arrow: _ArrowSpec | None = None,
+    texts: _Texts,
     *,
     shingle: int = 2,
     html: bool = False,
     threads: int | None = None,
 ) -> tuple[_U64, _U64, int]: ...
+def jaccard_pairs(
+    a: _Texts, b: _Texts, *, t: float, html: bool = False, threads: int | None = None
+) -> npt.NDArray[np.float64]: ...
 def join_design(n: int, k: int, name: str | None = None) -> tuple[str, int]: ...
 def bucket_keys(fingerprints: _U64, design: str, k: int, table: int) -> _U64: ...
 def bucket_pairs(
@@ -218,7 +228,7 @@ def dedup_fingerprints(
     threads: int | None = None,
 ) -> tuple[_I64, tuple[_I64, _I64, _U32] | None]: ...
 def verify_texts(
-    texts: list[str],
+    texts: _Texts,
     fingerprints: _U64,
     t: float,
     k: int,

@@ -205,13 +205,12 @@ def _verify(candidates: Any, texts: Any, t: float, html: bool) -> Any:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from . import _arrow_spec, _simdex
+    from . import _simdex
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:
             jac = _simdex.jaccard_pairs(
-                arrow_a=_arrow_spec(b.column(3)), arrow_b=_arrow_spec(b.column(4)), t=t,
-                html=html, threads=1,
+                b.column(3), b.column(4), t=t, html=html, threads=1,
             )
             keep = pa.array(~np.isnan(jac))
             yield pa.RecordBatch.from_arrays(

@@ -67,21 +67,6 @@ def doc_freqs(
     ascending, how many of the texts hold each, and how many texts were counted. Sum the counts
     per feature over all partitions and pass them to :meth:`simdex.Idf.from_counts`: the result
     equals :meth:`simdex.Idf.learn` on the whole corpus. ``texts`` as for :func:`simdex.hash`."""
-    from . import _arrow_chunks, _arrow_spec
+    from . import _texts
 
-    chunks = _arrow_chunks(texts)
-    kw = dict(shingle=shingle, html=html, threads=threads)
-    if chunks is None:
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("texts must be a sequence of str, not a single string")
-        return _simdex.doc_freqs(texts=list(texts), **kw)
-    parts = [_simdex.doc_freqs(arrow=_arrow_spec(c), **kw) for c in chunks]
-    if len(parts) == 1:
-        return parts[0]
-    docs = sum(p[2] for p in parts)
-    feats = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
-    counts = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.uint64)
-    uniq, inv = np.unique(feats, return_inverse=True)
-    summed = np.zeros(len(uniq), np.uint64)
-    np.add.at(summed, inv, counts)
-    return uniq, summed, docs
+    return _simdex.doc_freqs(_texts(texts), shingle=shingle, html=html, threads=threads)

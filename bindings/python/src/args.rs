@@ -1,0 +1,57 @@
+//! Integer arguments checked at the boundary: a negative or absurd value is a
+//! `simdex.InvalidArgument` naming the argument, never a raw OverflowError or a thread per unit.
+
+use pyo3::prelude::*;
+use pyo3::types::PyInt;
+
+use crate::errors::invalid;
+
+/// Any Python int as i128 (bigger ones saturate), or a TypeError for anything else.
+fn int(obj: &Borrowed<'_, '_, PyAny>, name: &str) -> PyResult<i128> {
+    if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            obj.get_type().name()?
+        )));
+    }
+    match obj.extract::<i128>() {
+        Ok(v) => Ok(v),
+        Err(_) => Ok(if obj.lt(0)? { i128::MIN } else { i128::MAX }),
+    }
+}
+
+/// `threads=`: at least 1; more than the machine's cores is lowered to them
+/// ([`crate::runtime::max_threads`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Threads(pub usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Threads {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Threads> {
+        let n = int(&obj, "threads")?;
+        if n < 1 {
+            return Err(invalid(format!(
+                "threads = {n}: give at least 1 (or None for every core)"
+            )));
+        }
+        let cores = crate::runtime::max_threads();
+        Ok(Threads(usize::try_from(n).unwrap_or(usize::MAX).min(cores)))
+    }
+}
+
+/// A Hamming distance `k`: 0..=64 (whether the index answers it is the engine's check).
+#[derive(Clone, Copy, Debug)]
+pub struct Distance(pub u32);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Distance {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Distance> {
+        let k = int(&obj, "k")?;
+        if !(0..=64).contains(&k) {
+            return Err(invalid(format!(
+                "k = {k} is not a Hamming distance between 64-bit fingerprints (0..=64)"
+            )));
+        }
+        Ok(Distance(k as u32))
+    }
+}
