@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
+use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher, jsonl};
 use simdex::{Error, Result};
 
 use crate::spool::Replayable;
@@ -304,14 +304,9 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 }
                 let mut docs = Vec::with_capacity(chunk.len());
                 for (no, line) in chunk {
-                    let parsed = match crate::input::line_text(&line) {
-                        Ok(l) if l.trim().is_empty() => continue,
-                        Ok(l) => parse_jsonl(l),
-                        Err(m) => Err(m),
-                    };
-                    match parsed {
-                        Ok(d) => docs.push(d),
-                        Err(msg) => {
+                    match jsonl::parse_bytes(&line) {
+                        jsonl::Line::Doc { id, text } => docs.push(Doc { id, text }),
+                        jsonl::Line::Bad(msg) => {
                             let e = Error::Parse {
                                 path: Some(name.clone()),
                                 location: format!("line {no}"),
@@ -319,6 +314,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                             };
                             report(e, &mut bad)?;
                         }
+                        _ => {} // blank
                     }
                 }
                 run(docs, &mut n)?;
@@ -370,28 +366,4 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     }
     pb.finish_and_clear();
     Ok((n, bad))
-}
-
-fn parse_jsonl(line: &str) -> std::result::Result<Doc, String> {
-    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    let id = match v.get("id") {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
-        Some(serde_json::Value::Number(n)) => {
-            return Err(format!(
-                "\"id\" {n} is not an integer of at most 64 bits (give it as a string)"
-            ));
-        }
-        Some(_) => return Err("\"id\" is neither a string nor a number".into()),
-        None => return Err("no \"id\" field".into()),
-    };
-    let text = match v.get("text") {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(_) => return Err("\"text\" is not a string".into()),
-        None => return Err("no \"text\" field".into()),
-    };
-    if id.contains(['\t', '\n']) {
-        return Err("\"id\" contains a tab or newline".into());
-    }
-    Ok(Doc { id, text })
 }

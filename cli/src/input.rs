@@ -247,7 +247,7 @@ impl Lines {
 }
 
 /// A line's text, or why it is not UTF-8 (the error names the column; the caller the line).
-pub fn line_text(b: &[u8]) -> std::result::Result<&str, String> {
+fn line_text(b: &[u8]) -> std::result::Result<&str, String> {
     std::str::from_utf8(b)
         .map_err(|e| format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1))
 }

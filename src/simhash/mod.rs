@@ -15,6 +15,8 @@ pub mod eval;
 #[cfg(feature = "html")]
 pub mod html;
 pub mod idf;
+#[cfg(feature = "jsonl")]
+pub mod jsonl;
 internal_mod!(tokens);
 
 use std::collections::HashMap;
