@@ -102,15 +102,26 @@ mod tests {
         assert!(bad(r#"{"id": {"a": 1}, "text": "x"}"#).contains("neither"));
         assert!(bad(r#"{"id": null, "text": "x"}"#).contains("neither"));
         assert_eq!(bad(r#"{"id": "a", "text": 5}"#), "\"text\" is not a string");
-        assert_eq!(bad(r#"{"id": "a", "text": ["x"]}"#), "\"text\" is not a string");
-        assert_eq!(bad(r#"{"id": "a", "text": null}"#), "\"text\" is not a string");
+        assert_eq!(
+            bad(r#"{"id": "a", "text": ["x"]}"#),
+            "\"text\" is not a string"
+        );
+        assert_eq!(
+            bad(r#"{"id": "a", "text": null}"#),
+            "\"text\" is not a string"
+        );
         assert_eq!(bad(r#"{"text": "x"}"#), "no \"id\" field");
         assert_eq!(bad(r#"{"id": "x"}"#), "no \"text\" field");
         assert_eq!(bad(r#"[{"id": "x", "text": "y"}]"#), "not a JSON object");
         assert_eq!(bad("5"), "not a JSON object");
         assert!(bad(r#"{"id": "a", "text": NaN}"#).starts_with("not JSON"));
         assert!(bad("{not json").starts_with("not JSON"));
-        assert_eq!(bad("{\"id\": \"a\\tb\", \"text\": \"x\"}"), "\"id\" contains a tab or newline");
-        assert!(matches!(parse_bytes(b"{\"id\": \"\xff\"}"), Line::Bad(w) if w.contains("column 10")));
+        assert_eq!(
+            bad("{\"id\": \"a\\tb\", \"text\": \"x\"}"),
+            "\"id\" contains a tab or newline"
+        );
+        assert!(
+            matches!(parse_bytes(b"{\"id\": \"\xff\"}"), Line::Bad(w) if w.contains("column 9"))
+        );
     }
 }

@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use simdex::ProgressHandle;
 
 use crate::arrays::{out, u64_array};
-use crate::runtime::detached;
 use crate::errors::invalid;
+use crate::runtime::detached;
 use crate::texts::visible;
 
 /// Rows grouped by fingerprint (skipped rows left out) and the index self-join of the distinct

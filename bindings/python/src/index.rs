@@ -11,8 +11,8 @@ use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, Op
 use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
-use crate::runtime::{detached, detached_cancellable};
 use crate::errors::{invalid, to_py};
+use crate::runtime::{detached, detached_cancellable};
 
 /// The two ways an index is held: mapped files (the default) or bytes read into memory.
 enum Held {
@@ -137,7 +137,12 @@ impl PyIndex {
 
     /// (fingerprints, distances) within k of `fingerprint`, by distance then value.
     #[pyo3(signature = (fingerprint, k=None))]
-    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<Distance>) -> PyResult<Pair<'py>> {
+    fn near<'py>(
+        &self,
+        py: Python<'py>,
+        fingerprint: u64,
+        k: Option<Distance>,
+    ) -> PyResult<Pair<'py>> {
         let k = k.map(|k| k.0);
         let k = self.k_or_design(k);
         let ms: Vec<Match> = with!(&self.held, i => i.near(fingerprint, k)).map_err(to_py)?;
@@ -280,7 +285,11 @@ impl PyIndex {
     /// Check every checksum and structure (all cores); a dict of what was checked, or
     /// `simdex.CorruptError`.
     #[pyo3(signature = (*, threads=None))]
-    fn verify<'py>(&self, py: Python<'py>, threads: Option<Threads>) -> PyResult<Bound<'py, PyDict>> {
+    fn verify<'py>(
+        &self,
+        py: Python<'py>,
+        threads: Option<Threads>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let held = &self.held;
         let r = detached(py, threads, move || with!(held, i => i.verify()))?;
         let d = PyDict::new(py);

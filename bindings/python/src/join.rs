@@ -8,8 +8,8 @@ use simdex::index::bucket;
 
 use crate::arrays::{out, u64_array};
 use crate::dedup::{find, union};
-use crate::runtime::detached;
 use crate::errors::to_py;
+use crate::runtime::detached;
 
 /// The name of the radius-0 design a distributed self-join of `n` fingerprints at distance `k`
 /// should use, and its number of tables; with `name`, that design (checked: radius 0).

@@ -12,9 +12,9 @@ use pyo3::types::PyDict;
 use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions};
 
 use crate::arrays::{id_array, out, u64_array};
-use crate::runtime::{Cancel, detached, detached_cancellable};
 use crate::errors::{invalid, raise, to_py};
 use crate::index::design_choice;
+use crate::runtime::{Cancel, detached, detached_cancellable};
 
 /// A store open for reading and (unless read-only) writing.
 #[pyclass(module = "simdex._simdex", name = "Store", frozen)]
@@ -217,7 +217,12 @@ impl PyStore {
 
     /// (fingerprint, distance, id) rows within k of `fingerprint`, by distance, fingerprint, id.
     #[pyo3(signature = (fingerprint, k=None))]
-    fn near<'py>(&self, py: Python<'py>, fingerprint: u64, k: Option<Distance>) -> PyResult<Rows<'py>> {
+    fn near<'py>(
+        &self,
+        py: Python<'py>,
+        fingerprint: u64,
+        k: Option<Distance>,
+    ) -> PyResult<Rows<'py>> {
         let k = k.map(|k| k.0);
         let r = with_store(py, self, None, move |s| {
             let k = k.unwrap_or_else(|| s.stats().k);

@@ -11,8 +11,8 @@ use rayon::prelude::*;
 use simdex::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 use crate::arrays::{out, u64_array};
-use crate::runtime::detached;
 use crate::errors::{invalid, to_py};
+use crate::runtime::detached;
 use crate::texts::{Texts, hash_all, visible};
 
 /// IDF weights learned from a corpus (see the stubs).

@@ -81,7 +81,9 @@ impl Texts {
                 "texts must be a sequence of str (None for empty text) or an Arrow string array",
             )
         })?;
-        Ok(Texts::Owned(v.into_iter().map(Option::unwrap_or_default).collect()))
+        Ok(Texts::Owned(
+            v.into_iter().map(Option::unwrap_or_default).collect(),
+        ))
     }
 
     /// The texts of an Arrow array or stream of strings: `string`, `large_string`,
@@ -96,7 +98,10 @@ impl Texts {
             let chunk = match chunk.data_type() {
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => chunk,
                 DataType::Dictionary(_, v)
-                    if matches!(**v, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) =>
+                    if matches!(
+                        **v,
+                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                    ) =>
                 {
                     arrow_cast::cast(&chunk, &DataType::LargeUtf8)
                         .map_err(|e| invalid(format!("decoding an Arrow dictionary: {e}")))?
@@ -115,7 +120,11 @@ impl Texts {
             len += chunk.len();
             chunks.push(chunk);
         }
-        Ok(Texts::Arrow { chunks, starts, len })
+        Ok(Texts::Arrow {
+            chunks,
+            starts,
+            len,
+        })
     }
 
     pub fn len(&self) -> usize {
