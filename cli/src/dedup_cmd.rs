@@ -44,10 +44,7 @@ pub struct DedupArgs {
     pub candidate_k: Option<u32>,
 }
 
-/// The default candidate distance of `--verify`.
-const DEFAULT_CANDIDATE_K: u32 = 11;
-/// Most documents a candidate scan beyond the index's k may compare (n²/2 popcounts).
-const MAX_SCAN_DOCS: usize = 500_000;
+use simdex::simhash::eval::{DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
 
 /// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
 /// candidate verified as it is found (nothing materialized but the verified pairs).

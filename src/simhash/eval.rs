@@ -91,6 +91,16 @@ pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
     jaccard_at_least(a, b, t)
 }
 
+/// The default candidate distance of verified dedup (`simdex dedup --verify`, `simdex.dedup(verify=)`,
+/// `simdex.spark.dedup(verify=)`): near-duplicates at Jaccard 0.9 of template-heavy pages lie up
+/// to 10-12 bits apart (measured; BENCHMARKS.md).
+pub const DEFAULT_CANDIDATE_K: u32 = 11;
+/// The largest candidate distance of verified dedup.
+pub const MAX_CANDIDATE_K: u32 = 16;
+/// Most documents whose candidates come from the all-pairs scan (beyond the index's k): n²/2
+/// popcounts, 500 000 documents about two minutes on one core. The same budget everywhere.
+pub const MAX_SCAN_DOCS: usize = 500_000;
+
 /// Verification without materialized candidates: every pair (i, j), i < j, with
 /// `fps[i]` and `fps[j]` within `k` bits (any k, beyond the index's 7) and sets of Jaccard ≥ `t`,
 /// as `(i, j, distance, jaccard)` sorted; and the number of candidates. The candidate scan is

@@ -208,10 +208,13 @@ pub fn verify_texts<'py>(
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("verify = {t} is not in (0, 1]")));
     }
-    if k > 16 {
-        return Err(invalid(format!("candidate_k = {k} is not in 0..=16")));
+    if k > eval::MAX_CANDIDATE_K {
+        return Err(invalid(format!(
+            "candidate_k = {k} is not in 0..={}",
+            eval::MAX_CANDIDATE_K
+        )));
     }
-    const MAX_SCAN: usize = 500_000;
+    const MAX_SCAN: usize = eval::MAX_SCAN_DOCS;
     if k > simdex::design::MAX_K && fps.len() > MAX_SCAN {
         return Err(invalid(format!(
             "candidate_k = {k} scans all pairs of {} rows, over the budget of {MAX_SCAN}: use \

@@ -3,6 +3,8 @@
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+
+use crate::args::{Distance, Threads};
 use simdex::Design;
 use simdex::index::bucket;
 
@@ -116,4 +118,42 @@ pub fn components<'py>(
         Ok((nodes, roots))
     })?;
     Ok((out(py, nodes), out(py, roots)))
+}
+
+/// Share `part` of `parts` of the all-pairs scan of distinct fingerprints: every pair (i, j),
+/// i < j, i ≡ part (mod parts), within `k` bits (any k up to 64: the candidates of verified dedup
+/// beyond the index's 7, as `simdex dedup --verify` scans them), as index arrays (i, j, distance).
+/// Interleaving the rows of `i` gives every share about the same number of pairs.
+#[pyfunction]
+#[pyo3(signature = (fingerprints, k, part, parts))]
+pub fn scan_pairs<'py>(
+    py: Python<'py>,
+    fingerprints: &Bound<'py, PyAny>,
+    k: Distance,
+    part: usize,
+    parts: usize,
+) -> PyResult<Pairs<'py>> {
+    if parts == 0 || part >= parts {
+        return Err(crate::errors::invalid(format!(
+            "part {part} of {parts}: give 0 <= part < parts"
+        )));
+    }
+    let arr = u64_array(fingerprints, "fingerprints")?;
+    let fps = arr.as_slice()?;
+    let k = k.0;
+    let (a, b, c) = detached(py, Some(Threads(1)), move || {
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        for i in (part..fps.len()).step_by(parts) {
+            for (j, &y) in fps.iter().enumerate().skip(i + 1) {
+                let d = (fps[i] ^ y).count_ones();
+                if d <= k {
+                    a.push(i as u32);
+                    b.push(j as u32);
+                    c.push(d);
+                }
+            }
+        }
+        Ok((a, b, c))
+    })?;
+    Ok((out(py, a), out(py, b), out(py, c)))
 }

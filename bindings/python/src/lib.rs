@@ -14,6 +14,7 @@ mod dedup;
 mod errors;
 mod index;
 mod join;
+mod jsonl;
 mod runtime;
 mod store;
 mod text;
@@ -35,6 +36,12 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::bucket_keys, m)?)?;
     m.add_function(wrap_pyfunction!(join::bucket_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(join::components, m)?)?;
+    m.add_function(wrap_pyfunction!(join::scan_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl::parse_jsonl, m)?)?;
+    use simdex::simhash::eval;
+    m.add("DEFAULT_CANDIDATE_K", eval::DEFAULT_CANDIDATE_K)?;
+    m.add("MAX_CANDIDATE_K", eval::MAX_CANDIDATE_K)?;
+    m.add("MAX_SCAN_DOCS", eval::MAX_SCAN_DOCS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

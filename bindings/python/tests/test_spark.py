@@ -111,7 +111,9 @@ def test_dedup_equals_the_cli(spark, jsonl: Path, components: str) -> None:
     assert r.stats["bad"] == 3 and r.stats["featureless"] == 1
     assert r.stats["components"].startswith(components)
     reasons = sorted(b.reason for b in r.bad.collect())
-    assert reasons == ["no 'id'", "no 'text' string", "not JSON"]
+    assert reasons == [
+        '"text" is not a string', "no \"id\" field", "not JSON: key must be a string at line 1 column 2"
+    ]
 
 
 def test_verified_dedup_equals_the_cli(spark, jsonl: Path) -> None:
@@ -127,7 +129,18 @@ def test_verified_dedup_equals_the_cli(spark, jsonl: Path) -> None:
     got_sets = {frozenset(m) for m in members.values() if len(m) > 1}
     assert got_sets == {frozenset(line.split("\t")) for line in clusters.splitlines()}
     with pytest.raises(simdex.InvalidArgument, match="candidate_k"):
-        ss.dedup(ss.read_corpus(spark, str(jsonl)), verify=0.5, candidate_k=11)
+        ss.dedup(ss.read_corpus(spark, str(jsonl)), verify=0.5, candidate_k=17)
+
+
+def test_verified_dedup_defaults_equal_the_cli(spark, jsonl: Path) -> None:
+    """The default candidate distance (11, beyond the index: the all-pairs scan, split over the
+    executors) and its answers are the CLI's (Spark capped it at 7 and found fewer pairs)."""
+    r = ss.dedup(ss.read_corpus(spark, str(jsonl)), pairs=True, verify=0.5)
+    want = cli("dedup", "--jsonl", "--quiet", "--verify", "jaccard:0.5", str(jsonl))
+    got = "".join(f"{p.id_a}\t{p.id_b}\t{p.distance}\t{p.jaccard:.4f}\n" for p in r.pairs.collect())
+    assert got == want
+    assert max(p.distance for p in r.pairs.collect()) <= simdex._simdex.DEFAULT_CANDIDATE_K == 11
+    assert r.stats["design"] == "scan"
 
 
 def test_spark_components_match_union_find(spark) -> None:
@@ -225,9 +238,10 @@ def test_the_command_line_job(jsonl: Path, tmp_path: Path) -> None:
     )
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stderr.split("simdex spark: ")[-1])
-    removed = [line for f in sorted((out / "remove").glob("part-*")) for line in f.read_text().splitlines()]
-    assert len(removed) == summary["removed"] > 0
     import pyarrow.parquet as pq
+
+    removed = pq.read_table(out / "remove").column("id").to_pylist()
+    assert len(removed) == summary["removed"] > 0
 
     docs = pq.read_table(out / "docs")
     assert docs.column_names == ["id", "cluster_id", "cluster_size", "keep"]
@@ -254,3 +268,73 @@ def test_doc_freqs_sum_to_the_learned_idf() -> None:
 
     assert pickle.loads(pickle.dumps(idf)) == idf
     assert (simdex.hash(texts, idf=idf) == simdex.hash(texts, idf=simdex.Idf.learn(texts))).all()
+
+
+# -- Hardening III (issue 25) -------------------------------------------------------------------
+
+
+def _cli_bad(path: Path, *args: str) -> list[str]:
+    """The reasons `simdex dedup` gives for the bad lines of `path` (its warnings)."""
+    exe = simdex_cli()
+    p = subprocess.run([exe, "dedup", "--jsonl", *args, str(path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return sorted(
+        line.split(": line ", 1)[1].split(": ", 1)[1]
+        for line in p.stderr.splitlines()
+        if line.startswith("simdex: warning: skipped")
+    )
+
+
+def test_bad_rows_follow_the_cli_rule(spark, tmp_path: Path) -> None:
+    """Ids 5.5, true and objects, numbers and lists as text, a top-level array, NaN and a 25M
+    character text: the same documents, pairs and bad-row reasons as `simdex dedup` (Spark's
+    JSON reader made 40 pairs of what the CLI saw as 5, and lost the long text's id)."""
+    lines = corpus(300, 11)
+    lines += [
+        '{"id": 5.5, "text": "a b c"}',
+        '{"id": true, "text": "a b c"}',
+        '{"id": {"x": 1}, "text": "a b c"}',
+        '{"id": "num", "text": 12345}',
+        '{"id": "list", "text": ["a", "b"]}',
+        '[{"id": "arr", "text": "a b c"}]',
+        '{"id": "nan", "text": NaN}',
+        '   ',
+        json.dumps({"id": 100000, "text": "w1 w2 w3 w4 w5 w6 w7 w8 w9"}),
+        json.dumps({"id": "100000b", "text": "w1 w2 w3 w4 w5 w6 w7 w8 w9"}),
+        json.dumps({"id": "long", "text": "w1 " * 8_400_000}),
+    ]
+    p = tmp_path / "bad.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    r = ss.dedup(ss.read_corpus(spark, str(p)), pairs=True)
+    want = cli("dedup", "--jsonl", "--quiet", str(p))
+    got = "".join(f"{x.id_a}\t{x.id_b}\t{x.distance}\n" for x in r.pairs.collect())
+    assert got == want and "100000\t100000b\t0" in want
+    assert sorted(b.reason for b in r.bad.collect()) == _cli_bad(p)
+    assert r.stats["bad"] == len(_cli_bad(p)) == 10
+    assert "long" in {d.id for d in r.docs.collect()}
+
+
+def test_remove_list_is_parquet_ids_are_unique_and_overwrite_clears(spark, tmp_path: Path) -> None:
+    docs = [("a\nb", "the same text here for both rows"), ("c", "the same text here for both rows"),
+            ("d", "something else entirely different")]
+    df = spark.createDataFrame(docs, "id string, text string")
+    out = tmp_path / "out"
+    ss.dedup(df, pairs=True, weights="count").write(str(out))
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "remove").column("id").to_pylist() == ["c"]
+    # A second run without pairs, overwriting: no stale out/pairs of the first.
+    ss.dedup(df, weights="count").write(str(out), mode="overwrite")
+    assert not (out / "pairs").exists()
+    assert pq.read_table(out / "remove").column("id").to_pylist() == ["c"]
+    dup = spark.createDataFrame(docs + [("c", "a unique text")], "id string, text string")
+    with pytest.raises(simdex.InvalidArgument, match="1 ids appear on more than one row.*'c'"):
+        ss.dedup(dup, weights="count")
+
+
+def test_executor_errors_are_the_engines(spark, jsonl: Path) -> None:
+    """An engine error raised inside a task reaches the caller as the engine's exception and
+    message, not as "An exception was thrown from the Python worker"."""
+    with pytest.raises(simdex.InvalidArgument) as e:
+        ss.dedup(ss.read_corpus(spark, str(jsonl)), weights="count", shingle=0)
+    assert "Python worker" not in str(e.value) and "shingle" in str(e.value)

@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m simdex.spark",
         description="Near-duplicate dedup of a corpus on Apache Spark (simdex).",
         epilog="Writes OUT/docs (Parquet: id, cluster_id, cluster_size, keep), OUT/remove "
-        "(text: ids to drop), OUT/bad (Parquet: id, reason) and, with --pairs, OUT/pairs "
+        "(Parquet: id, the rows to drop), OUT/bad (Parquet: id, reason) and, with --pairs, OUT/pairs "
         "(Parquet: id_a, id_b, distance). With --against INDEX: OUT/pairs of the input "
         "against a stored index (id, fingerprint, stored, distance).",
     )
@@ -49,8 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--driver-edge-limit", type=int, default=20_000_000)
     ap.add_argument("--verify", metavar="jaccard:T", type=_jaccard,
                     help="exact answers: keep candidate pairs whose word 3-shingle Jaccard >= T")
-    ap.add_argument("--candidate-k", type=int, default=7,
-                    help="with --verify: candidate distance (0..=7)")
+    ap.add_argument("--candidate-k", type=int,
+                    help="with --verify: candidate distance (0..=16, default 11, as simdex "
+                    "dedup --verify)")
     ap.add_argument("--against", metavar="INDEX",
                     help="check the input against a stored index instead (shards of its tables)")
     ap.add_argument("--shards", type=int, help="with --against: tasks (default: parallelism)")
@@ -91,29 +92,32 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     text = None if a.fingerprint_column else a.text_column
     try:
-        df = ss.read_corpus(session, a.input, format=a.format, id_column=a.id_column,
-                            text_column=text, fingerprint_column=a.fingerprint_column)
-        idf = Idf.load(a.idf) if a.idf else None
-        mode = "overwrite" if a.overwrite else "error"
-        if a.against:
-            found = ss.batch_against(
-                df, a.against, id_column=a.id_column, text_column=text,
-                fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle, idf=idf,
-                html=a.html, shards=a.shards,
-            )
-            found.write.mode(mode).parquet(f"{a.out}/pairs")
-            summary = {"pairs": session.read.parquet(f"{a.out}/pairs").count()}
-        else:
-            r = ss.dedup(
-                df, id_column=a.id_column, text_column=text,
-                fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle,
-                weights=a.weights, idf=idf, html=a.html, design=a.design,
-                partitions=a.partitions, pairs=a.pairs, components=a.components,
-                driver_edge_limit=a.driver_edge_limit, verify=a.verify,
-                candidate_k=a.candidate_k,
-            )
-            r.write(a.out, mode=mode)
-            summary = r.stats
+        with ss._engine_errors():
+            df = ss.read_corpus(session, a.input, format=a.format, id_column=a.id_column,
+                                text_column=text, fingerprint_column=a.fingerprint_column)
+            idf = Idf.load(a.idf) if a.idf else None
+            mode = "overwrite" if a.overwrite else "error"
+            if a.against:
+                found = ss.batch_against(
+                    df, a.against, id_column=a.id_column, text_column=text,
+                    fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle, idf=idf,
+                    html=a.html, shards=a.shards,
+                )
+                if a.overwrite:
+                    ss._delete_outputs(session, a.out, ss._OUTPUTS)
+                found.write.mode(mode).parquet(f"{a.out}/pairs")
+                summary = {"pairs": session.read.parquet(f"{a.out}/pairs").count()}
+            else:
+                r = ss.dedup(
+                    df, id_column=a.id_column, text_column=text,
+                    fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle,
+                    weights=a.weights, idf=idf, html=a.html, design=a.design,
+                    partitions=a.partitions, pairs=a.pairs, components=a.components,
+                    driver_edge_limit=a.driver_edge_limit, verify=a.verify,
+                    candidate_k=a.candidate_k,
+                )
+                r.write(a.out, mode=mode)
+                summary = r.stats
         summary["seconds"] = round(time.time() - started, 1)
         if not a.quiet:
             print("simdex spark: " + json.dumps(summary), file=sys.stderr)

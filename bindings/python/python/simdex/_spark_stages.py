@@ -142,6 +142,33 @@ def _join(spark: Any, distinct: Any, design: str, tables: int, k: int, parts: in
     )
 
 
+def _scan_join(spark: Any, distinct: Any, k: int, parts: int) -> Any:
+    """Pairs (a, b, distance) of distinct fingerprints within k, for any k: the distinct
+    fingerprints (few: the caller bounds them) go to the driver and back to ``parts`` tasks as a
+    broadcast, and task s scans the pairs (i, j > i) with i = s mod ``parts``."""
+    import pyarrow as pa
+
+    from . import _simdex
+
+    fps = distinct.select("fp").toArrow().column("fp").to_numpy()
+    fps = np.ascontiguousarray(np.sort(fps.astype(np.int64).view(np.uint64)))
+    bc = spark.sparkContext.broadcast(fps)
+
+    def scan(batches: Iterator[Any]) -> Iterator[Any]:
+        f = bc.value
+        for b in batches:
+            for s in b.column(0).to_numpy():
+                i, j, d = _simdex.scan_pairs(f, k, int(s), parts)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(f[i].view(np.int64)), pa.array(f[j].view(np.int64)),
+                     pa.array(d.astype(np.int32))],
+                    ["a", "b", "distance"],
+                )
+
+    tasks = spark.range(parts).repartition(parts)
+    return tasks.mapInArrow(scan, "a long, b long, distance int")
+
+
 def _driver_components(spark: Any, edges: Any) -> Any:
     """(node, root) for every node of the edges, by union-find on the driver."""
     import pyarrow as pa

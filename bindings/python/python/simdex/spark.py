@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 
-from . import Idf, Index, InvalidArgument
+from . import Idf, Index, InvalidArgument, _errors, _simdex
 from . import distributed as dist
 from ._spark_stages import (
     _driver_components,
@@ -45,6 +47,7 @@ from ._spark_stages import (
     _learn_idf,
     _name_stage,
     _row_pairs,
+    _scan_join,
     _spark_components,
     _verify,
 )
@@ -73,26 +76,69 @@ class DedupResult:
 
     def write(self, out: str, *, mode: str = "error") -> None:
         """Write ``out/docs`` (Parquet), ``out/pairs`` (Parquet, if computed), ``out/remove``
-        (text: one id per line, the rows ``keep`` is false for) and ``out/bad`` (Parquet)."""
+        (Parquet, one column ``id``: the rows ``keep`` is false for; an id holding a newline
+        stays one id) and ``out/bad`` (Parquet). ``mode="overwrite"`` first deletes all four,
+        so that no output of an earlier run (say its pairs) is left beside the new ones."""
         from pyspark.sql import functions as F
 
-        sc = self.docs.sparkSession.sparkContext
-        sc.setJobDescription("simdex: write")
-        self.docs.write.mode(mode).parquet(f"{out}/docs")
-        if self.pairs is not None:
-            self.pairs.write.mode(mode).parquet(f"{out}/pairs")
-        removed = self.docs.where(~F.col("keep")).select(F.col("id").cast("string"))
-        removed.write.mode(mode).text(f"{out}/remove")
-        self.bad.write.mode(mode).parquet(f"{out}/bad")
-        sc.setJobDescription(None)
+        spark = self.docs.sparkSession
+        sc = spark.sparkContext
+        with _engine_errors():
+            if mode == "overwrite":
+                _delete_outputs(spark, out, _OUTPUTS)
+            sc.setJobDescription("simdex: write")
+            self.docs.write.mode(mode).parquet(f"{out}/docs")
+            if self.pairs is not None:
+                self.pairs.write.mode(mode).parquet(f"{out}/pairs")
+            removed = self.docs.where(~F.col("keep")).select("id")
+            removed.write.mode(mode).parquet(f"{out}/remove")
+            self.bad.write.mode(mode).parquet(f"{out}/bad")
+            sc.setJobDescription(None)
+
+
+# What `DedupResult.write` writes under its output directory.
+_OUTPUTS = ("docs", "pairs", "remove", "bad")
+
+
+def _delete_outputs(spark: Any, out: str, names: tuple[str, ...]) -> None:
+    """Delete ``out/<name>`` for each name, on whatever file system ``out`` is (Hadoop's API)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for name in names:
+        p = jvm.org.apache.hadoop.fs.Path(f"{out}/{name}")
+        fs = p.getFileSystem(conf)
+        if fs.exists(p):
+            fs.delete(p, True)
+
+
+@contextmanager
+def _engine_errors() -> Iterator[None]:
+    """An engine error raised on an executor reaches the driver as pyspark's PythonException
+    ("An exception was thrown from the Python worker: ..." and a traceback); re-raise it as
+    the engine's own class and message, as the same call on one machine would."""
+    try:
+        yield
+    except Exception as e:
+        if type(e).__name__ != "PythonException":
+            raise
+        found = re.findall(r"simdex\._errors\.(\w+): ([^\n]*)", str(e))
+        if not found:
+            raise
+        cls, msg = found[-1]
+        raise getattr(_errors, cls, _errors.Error)(msg) from None
 
 
 def read_corpus(spark: Any, path: str, *, format: str | None = None, id_column: str = "id",
                 text_column: str | None = "text", fingerprint_column: str | None = None) -> Any:
     """Read Parquet or JSON Lines (by ``format``, or by the path's suffix: ``.parquet`` /
-    ``.jsonl`` / ``.json``). JSON Lines are read with a fixed schema (every named column as a
-    string, numbers kept as their JSON text) and a ``_corrupt_record`` column that
-    :func:`dedup` reports as bad rows ("not JSON")."""
+    ``.jsonl`` / ``.json``).
+
+    JSON Lines of documents are read as lines of text and parsed on the executors by the rule
+    ``simdex dedup --jsonl`` applies (format-spec/simhash.md, "JSON Lines input"): the same
+    documents, the same ids (an integer id is kept as its decimal text), and every bad line in
+    a ``_bad`` column with the CLI's reason, which :func:`dedup` reports in ``bad``. Blank lines
+    are skipped. JSON Lines of fingerprints (``fingerprint_column``) are read by Spark's JSON
+    reader with a fixed schema (every column a string) and a ``_corrupt_record`` column."""
     from pyspark.sql import types as T
 
     fmt = format or ("parquet" if path.rstrip("/").endswith(".parquet") else "json")
@@ -100,6 +146,13 @@ def read_corpus(spark: Any, path: str, *, format: str | None = None, id_column: 
         return spark.read.parquet(path)
     if fmt not in ("json", "jsonl"):
         raise InvalidArgument(f"format must be parquet or jsonl, not {fmt!r}")
+    if fingerprint_column is None:
+        if (id_column, text_column) != ("id", "text"):
+            raise InvalidArgument(
+                'JSON Lines documents have the fields "id" and "text" (the CLI\'s rule); '
+                "rename the columns after reading, or give Parquet"
+            )
+        return _read_jsonl_docs(spark, path)
     cols = [c for c in (id_column, text_column, fingerprint_column) if c]
     schema = T.StructType(
         [T.StructField(c, T.StringType()) for c in cols]
@@ -111,6 +164,26 @@ def read_corpus(spark: Any, path: str, *, format: str | None = None, id_column: 
         .option("columnNameOfCorruptRecord", "_corrupt_record")
         .json(path)
     )
+
+
+def _read_jsonl_docs(spark: Any, path: str) -> Any:
+    """``id, text, _bad`` of every non-blank line, parsed by the engine (see
+    :func:`read_corpus`); lines end at ``\\n`` only, as the CLI splits them."""
+    import pyarrow as pa
+
+    from . import _simdex
+
+    def parse(batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            ids, texts, why, blank = _simdex.parse_jsonl(b.column(0))
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(ids, pa.string()), pa.array(texts, pa.large_string()),
+                 pa.array(why, pa.string())],
+                ["id", "text", "_bad"],
+            ).filter(pa.array([not x for x in blank], pa.bool_()))
+
+    lines = spark.read.option("lineSep", "\n").text(path)
+    return lines.mapInArrow(parse, "id string, text string, _bad string")
 
 
 def dedup(
@@ -130,7 +203,7 @@ def dedup(
     components: str = "auto",
     driver_edge_limit: int = 20_000_000,
     verify: float | None = None,
-    candidate_k: int = 7,
+    candidate_k: int | None = None,
 ) -> DedupResult:
     """Cluster the near-duplicates of a DataFrame of documents (see the module docs).
 
@@ -142,13 +215,38 @@ def dedup(
     ``"auto"`` (driver when at most ``driver_edge_limit`` fingerprint pairs), ``"driver"`` or
     ``"spark"``. ``pairs=True`` also lists every pair of rows.
 
-    ``verify=T`` (texts only) gives exact answers, as ``simdex dedup --verify jaccard:T``: the
-    candidate pairs within ``candidate_k`` bits (0..=7, default 7; count weights unless
-    ``weights="idf"`` or ``idf=``) are kept only if their word 3-shingle sets have Jaccard >= T,
-    clusters come from kept pairs only, and pairs carry a ``jaccard`` column. The texts of the
+    ``verify=T`` (texts only) gives exact answers, as ``simdex dedup --verify jaccard:T`` with
+    the same defaults and the same answers: the candidate pairs within ``candidate_k`` bits
+    (0..=16, default 11; count weights unless ``weights="idf"`` or ``idf=``) are kept only if
+    their word 3-shingle sets have Jaccard >= T, clusters come from kept pairs only, and pairs
+    carry a ``jaccard`` column. Up to 7 bits the candidates come from the bucket join; above,
+    from an all-pairs scan of the distinct fingerprints split over the executors, for at most
+    ``simdex._simdex.MAX_SCAN_DOCS`` (500 000) rows, the CLI's budget. The texts of the
     candidate pairs are read again and joined to them.
+
+    Ids must be unique among the good rows (``out/remove`` names rows by id): repeated ids are
+    refused with their count and an example. An engine error on an executor is raised as the
+    engine's exception (``simdex.InvalidArgument``...), not as Spark's wrapper.
     """
+    with _engine_errors():
+        return _dedup(
+            df, id_column=id_column, text_column=text_column,
+            fingerprint_column=fingerprint_column, k=k, shingle=shingle, weights=weights,
+            idf=idf, html=html, design=design, partitions=partitions, pairs=pairs,
+            components=components, driver_edge_limit=driver_edge_limit, verify=verify,
+            candidate_k=candidate_k,
+        )
+
+
+def _dedup(
+    df: Any, *, id_column: str, text_column: str | None, fingerprint_column: str | None, k: int,
+    shingle: int, weights: str, idf: Idf | None, html: bool, design: str | None,
+    partitions: int | None, pairs: bool, components: str, driver_edge_limit: int,
+    verify: float | None, candidate_k: int | None,
+) -> DedupResult:
+    """:func:`dedup`, whose errors :func:`_engine_errors` translates."""
     from pyspark import StorageLevel
+    from pyspark.sql import Column
     from pyspark.sql import functions as F
 
     spark = df.sparkSession
@@ -169,13 +267,18 @@ def dedup(
             raise InvalidArgument("verify needs the texts (text_column), not fingerprints")
         if not 0 < verify <= 1:
             raise InvalidArgument(f"verify = {verify} is not in (0, 1]")
-        if not 0 <= candidate_k <= 7:
-            raise InvalidArgument(f"candidate_k = {candidate_k} is not in 0..=7")
+        if candidate_k is None:
+            candidate_k = _simdex.DEFAULT_CANDIDATE_K
+        if not 0 <= candidate_k <= _simdex.MAX_CANDIDATE_K:
+            raise InvalidArgument(
+                f"candidate_k = {candidate_k} is not in 0..={_simdex.MAX_CANDIDATE_K}"
+            )
         # The widest candidate net, as `simdex dedup --verify` casts it.
         k = candidate_k
         if weights == "auto":
             weights = "count"
-    if design is not None:
+    scan = k > 7  # verified candidates beyond the index's k: the all-pairs scan
+    if design is not None and not scan:
         dist.join_design(1, k, design)  # an unknown design, or one with radius > 0, fails here
     if text_column is not None and df.schema[text_column].dataType.simpleString() != "string":
         raise InvalidArgument(
@@ -187,6 +290,8 @@ def dedup(
     rows = df.withColumn("row", F.monotonically_increasing_id())
     # (condition, reason) in order; a row's reason is the first that holds.
     checks = []
+    if "_bad" in df.columns:  # JSON Lines read by `read_corpus`: the engine's reason
+        checks.append((F.col("_bad").isNotNull(), F.col("_bad")))
     if "_corrupt_record" in df.columns:
         checks.append((F.col("_corrupt_record").isNotNull(), "not JSON"))
     checks.append((F.col(id_column).isNull(), f"no {id_column!r}"))
@@ -197,7 +302,7 @@ def dedup(
         checks.append((F.col("fp_in").isNull(), f"{src!r} is not a 64-bit fingerprint"))
     else:
         checks.append((F.col(src).isNull(), f"no {src!r} string"))
-    reason = F.coalesce(*[F.when(c, F.lit(m)) for c, m in checks])
+    reason = F.coalesce(*[F.when(c, m if isinstance(m, Column) else F.lit(m)) for c, m in checks])
     rows = rows.withColumn("bad_reason", reason)
     id_type = df.schema[id_column].dataType
 
@@ -231,6 +336,16 @@ def dedup(
     )
     good = hashed.where(F.col("bad_reason").isNull()).select("row", "id", "fp", "empty")
     ids = good.select("row", "id")
+    _name_stage(spark, "ids: unique")
+    repeated = good.groupBy("id").count().where("count > 1")
+    n_repeated = repeated.count()
+    if n_repeated:
+        example = repeated.orderBy("id").first()
+        raise InvalidArgument(
+            f"{n_repeated} ids appear on more than one row (e.g. {example['id']!r}, "
+            f"{example['count']} rows): ids must be unique, since the remove list names rows "
+            "by id (give each row a unique id, e.g. its position)"
+        )
 
     # 4. Distinct fingerprints, joined by buckets.
     live = good.where(~F.col("empty")).select("row", "fp")
@@ -239,15 +354,26 @@ def dedup(
     )
     _name_stage(spark, "distinct fingerprints")
     n_distinct = groups.count()
-    design_name, tables = dist.join_design(max(n_distinct, 1), k, design)
-    parts = partitions or max(
-        spark.sparkContext.defaultParallelism,
-        math.ceil(n_distinct * tables / _ROWS_PER_JOIN_PARTITION),
-    )
-    _name_stage(spark, f"join: {tables} tables of design {design_name}, bucket shuffle")
-    fp_pairs = _join(spark, groups, design_name, tables, k, parts).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
+    if scan:
+        n_live = n_good - featureless
+        if n_live > _simdex.MAX_SCAN_DOCS:
+            raise InvalidArgument(
+                f"candidate_k = {k} scans all pairs of {n_live} documents, over the budget of "
+                f"{_simdex.MAX_SCAN_DOCS}: use candidate_k <= 7 (the bucket join)"
+            )
+        design_name, tables = "scan", 0
+        parts = partitions or spark.sparkContext.defaultParallelism
+        _name_stage(spark, f"candidates: all-pairs scan within {k} bits, {parts} tasks")
+        fp_pairs = _scan_join(spark, groups, k, parts)
+    else:
+        design_name, tables = dist.join_design(max(n_distinct, 1), k, design)
+        parts = partitions or max(
+            spark.sparkContext.defaultParallelism,
+            math.ceil(n_distinct * tables / _ROWS_PER_JOIN_PARTITION),
+        )
+        _name_stage(spark, f"join: {tables} tables of design {design_name}, bucket shuffle")
+        fp_pairs = _join(spark, groups, design_name, tables, k, parts)
+    fp_pairs = fp_pairs.persist(StorageLevel.MEMORY_AND_DISK)
     n_fp_pairs = fp_pairs.count()
 
     # 5. Clusters: components over distinct fingerprints, then rows by their fingerprint; or,
