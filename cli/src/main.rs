@@ -16,6 +16,7 @@ mod hash_cmd;
 mod idf_cmd;
 mod input;
 mod inspect;
+mod interrupt;
 mod output;
 mod progress;
 mod query;
@@ -95,6 +96,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(
+        cli.command,
+        Command::Build(_)
+            | Command::Batch(_)
+            | Command::Insert(_)
+            | Command::Delete(_)
+            | Command::Compact(_)
+            | Command::Merge(_)
+            | Command::Rebuild(_)
+    ) {
+        interrupt::install();
+    }
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Gen(a) => gen_cmd::run(a),
@@ -117,6 +130,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if util::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if interrupt::signalled().is_some() => {
+            let why = match e {
+                simdex::Error::Cancelled => "nothing was published".to_string(),
+                e => e.to_string(),
+            };
+            eprintln!("simdex: interrupted: {why}");
+            ExitCode::from(interrupt::exit_code().unwrap_or(130))
+        }
         Err(e) => {
             eprintln!("simdex: error: {e}");
             ExitCode::FAILURE

@@ -31,13 +31,21 @@ pub fn bar(show: bool, len: Option<u64>, msg: &str) -> ProgressBar {
     pb
 }
 
-/// Draws the library's stages, one bar per stage.
+/// Draws the library's stages, one bar per stage (when `draw`), and asks the work to stop
+/// after SIGINT or SIGTERM ([`crate::interrupt`]).
 struct Bars {
+    draw: bool,
     current: Mutex<Option<ProgressBar>>,
 }
 
 impl Progress for Bars {
+    fn cancelled(&self) -> bool {
+        crate::interrupt::signalled().is_some()
+    }
     fn stage(&self, name: &str, total: Option<u64>) {
+        if !self.draw {
+            return;
+        }
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(old) = cur.take() {
             old.finish_and_clear();
@@ -61,13 +69,11 @@ impl Progress for Bars {
     }
 }
 
-/// The library's progress drawn as bars when `show` and stderr is a terminal; otherwise none.
+/// The library's progress, drawn as bars when `show` and stderr is a terminal; cancelled by
+/// SIGINT or SIGTERM once [`crate::interrupt::install`] ran.
 pub fn handle(show: bool) -> ProgressHandle {
-    if show && std::io::stderr().is_terminal() {
-        ProgressHandle::new(Bars {
-            current: Mutex::new(None),
-        })
-    } else {
-        ProgressHandle::none()
-    }
+    ProgressHandle::new(Bars {
+        draw: show && std::io::stderr().is_terminal(),
+        current: Mutex::new(None),
+    })
 }

@@ -185,6 +185,21 @@ pub struct RebuildArgs {
 
 const CHUNK: usize = 1 << 16;
 
+/// After SIGINT or SIGTERM, between chunks: sync what was applied, say how much that was (the
+/// chunks applied stay: each was logged like a call of its own) and exit with 128 + the signal.
+fn stop_if_interrupted(store: &Store, done: u64, what: &str, unit: &str) -> Result<()> {
+    let Some(code) = crate::interrupt::exit_code() else {
+        return Ok(());
+    };
+    store.flush()?;
+    eprintln!(
+        "simdex: interrupted: {what} {done} {unit} into {} (synced); the rest of the input was \
+         not applied",
+        store.dir().display()
+    );
+    std::process::exit(code.into())
+}
+
 /// Run `insert`.
 pub fn insert(a: InsertArgs) -> Result<()> {
     let start = Instant::now();
@@ -224,6 +239,7 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         if chunk.is_empty() {
             break;
         }
+        stop_if_interrupted(&store, n, "inserted", "pairs")?;
         store.insert_many(&chunk)?;
         n += chunk.len() as u64;
         pb.set_position(n);
@@ -257,6 +273,7 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
         if chunk.is_empty() {
             break;
         }
+        stop_if_interrupted(&store, n, "deleted the pairs of", "ids")?;
         store.delete_many(&chunk)?;
         n += chunk.len() as u64;
     }
