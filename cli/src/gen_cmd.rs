@@ -39,8 +39,20 @@ fn write_all(w: &mut impl Write, fps: &[u64], format: Format) -> std::io::Result
     Ok(())
 }
 
+/// Most fingerprints one `gen` makes: it holds them in memory (8 bytes each, 8 GiB here).
+const MAX_GEN: u64 = 1 << 30;
+
 /// Run.
 pub fn run(a: Args) -> Result<()> {
+    let planted = a.planted.min(a.n).saturating_mul(a.distances.len() as u64);
+    if a.n.saturating_add(planted) > MAX_GEN {
+        return Err(Error::InvalidArgument(format!(
+            "--n {} (plus {planted} planted) is over the budget of {MAX_GEN} fingerprints per \
+             run (they are held in memory, 8 bytes each): write several files with different \
+             --seed values and concatenate them",
+            a.n
+        )));
+    }
     let fps = simdex::sample::with_planted(a.n, a.planted, &a.distances, a.seed)?;
     match a.out.as_deref() {
         None => {}

@@ -317,7 +317,8 @@ pub fn merge(a: MergeArgs) -> Result<()> {
     let s = Store::merge(&sa, &sb, &a.out)?;
     if !a.quiet {
         eprintln!(
-            "merged {} and {} into {} in {:.2?}: {} pairs, {} fingerprints",
+            "merged {} and {} into {} in {:.2?}: {} pairs, {} fingerprints (ids are one \
+             namespace: an id in both stores is one document)",
             a.a.display(),
             a.b.display(),
             a.out.display(),

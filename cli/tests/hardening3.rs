@@ -258,3 +258,17 @@ fn interrupted_builds_leave_nothing_behind() {
     ));
     assert_eq!(hidden(d), Vec::<String>::new());
 }
+
+/// `gen` with an absurd `--n` is refused before any work, with the budget (it aborted on a
+/// failed allocation).
+#[test]
+fn gen_has_a_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in ["100000000000000", "18446744073709551615"] {
+        fails(
+            &simdex(&["gen", "--n", n, "--out", "x.hex"], None, dir.path()),
+            "over the budget",
+        );
+    }
+    assert!(!dir.path().join("x.hex").exists());
+}

@@ -61,13 +61,27 @@ impl Store {
         let mut writer = lock(&self.writer);
         let target = {
             let mut st = self.write_state();
+            let log = writer
+                .as_mut()
+                .ok_or_else(|| Error::Poisoned("no log open".into()))?;
+            // The live log holds no record and is newer than the generation (what a compaction
+            // that failed, in this process or before a reopen, leaves): everything in the delta
+            // was logged in older logs, so this log can become the compaction's target and stay
+            // live, rather than one more empty log piling up per failed attempt.
+            let reuse = log.len() == wal::WAL_HEADER_LEN as u64
+                && log.number() > st.generation.number()
+                && st.frozen.is_none()
+                && relayout.is_none()
+                && !st.active.is_empty();
+            if reuse {
+                let fresh = st.active.empty_like();
+                let old = std::mem::replace(&mut st.active, fresh);
+                st.frozen = Some(Arc::new(old));
+            }
             if st.frozen.is_none() {
                 if st.active.is_empty() && relayout.is_none() {
                     return Ok(None);
                 }
-                let log = writer
-                    .as_mut()
-                    .ok_or_else(|| Error::Poisoned("no log open".into()))?;
                 let next = LogWriter::create(&self.dir, log.number() + 1)?;
                 {
                     let mut f = lock(&self.durability.file);
@@ -159,7 +173,8 @@ impl Store {
     }
 
     /// Write a new store at `out` holding the union of `a` and `b` (same design), including
-    /// their uncompacted writes.
+    /// their uncompacted writes. Ids are one namespace: equal ids in `a` and `b` are taken to be
+    /// the same document (its pairs from both are kept, and a later delete removes them all).
     pub fn merge(a: &Store, b: &Store, out: impl AsRef<Path>) -> Result<GenerationSummary> {
         let out = out.as_ref();
         let (ga, la) = a.snapshot_layer();
