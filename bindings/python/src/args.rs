@@ -6,17 +6,29 @@ use pyo3::types::PyInt;
 
 use crate::errors::invalid;
 
-/// Any Python int as i128 (bigger ones saturate), or a TypeError for anything else.
+/// Any Python integer (an int, or anything with `__index__`, such as numpy's integers) as i128
+/// (bigger ones saturate); a TypeError for anything else, bool included.
 fn int(obj: &Borrowed<'_, '_, PyAny>, name: &str) -> PyResult<i128> {
-    if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+    let not_int = || -> PyResult<PyErr> {
+        Ok(pyo3::exceptions::PyTypeError::new_err(format!(
             "{name} must be an int, not {}",
             obj.get_type().name()?
-        )));
+        )))
+    };
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(not_int()?);
     }
-    match obj.extract::<i128>() {
-        Ok(v) => Ok(v),
-        Err(_) => Ok(if obj.lt(0)? { i128::MIN } else { i128::MAX }),
+    let v = if obj.is_instance_of::<PyInt>() {
+        (**obj).clone()
+    } else {
+        match obj.call_method0("__index__") {
+            Ok(v) => v,
+            Err(_) => return Err(not_int()?),
+        }
+    };
+    match v.extract::<i128>() {
+        Ok(n) => Ok(n),
+        Err(_) => Ok(if v.lt(0)? { i128::MIN } else { i128::MAX }),
     }
 }
 

@@ -153,6 +153,11 @@ def test_threads_is_bounded_and_checked(tmp_path: Path) -> None:
             idx.near_many(q, 3, threads=bad)
     with pytest.raises(TypeError):
         idx.near_many(q, 3, threads=1.5)
+    with pytest.raises(TypeError):
+        idx.near_many(q, 3, threads=True)
+    # numpy integers are integers.
+    got = idx.near_many(q, np.int64(3), threads=np.int32(1))
+    assert all((a == b).all() for a, b in zip(got, want))
 
 
 def test_k_is_checked_with_a_clear_error(tmp_path: Path) -> None:
