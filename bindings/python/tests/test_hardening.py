@@ -122,7 +122,7 @@ def test_ctrl_c_stops_a_build_and_publishes_nothing(tmp_path: Path) -> None:
     assert not path.exists()
     assert not [p for p in tmp_path.iterdir()], list(tmp_path.iterdir())
     # A whole build takes several seconds on these machines; the interrupt is answered soon.
-    assert took < 3.0, took
+    assert took < 5.0, took
 
 
 def test_ctrl_c_stops_a_long_insert_between_steps(tmp_path: Path) -> None:
