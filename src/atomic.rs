@@ -35,7 +35,7 @@ pub fn write_file<T>(
     }
     let tmp = builder
         .tempfile_in(dir)
-        .map_err(|e| Error::io(dir.to_path_buf(), "create a temporary file in the directory", e))?;
+        .map_err(|e| Error::io_in_dir(dir, "create a temporary file in the directory", e))?;
     let io_err = |op| move |e| Error::io(path.to_path_buf(), op, e);
     // The NamedTempFile keeps the name (and deletes the file if we fail); we write through a
     // second handle to the same open file.
@@ -124,7 +124,7 @@ impl StagedDir {
         let staging = tempfile::Builder::new()
             .prefix(&format!(".{name}.{what}-"))
             .tempdir_in(&parent)
-            .map_err(|e| Error::io(parent.clone(), "create a staging directory in the directory", e))?;
+            .map_err(|e| Error::io_in_dir(&parent, "create a staging directory in the directory", e))?;
         // Held (flock) until published or dropped: a later run removes only unlocked ones.
         let lock = File::open(staging.path())
             .map_err(|e| Error::io(staging.path().to_path_buf(), "open", e))?;

@@ -108,6 +108,13 @@ impl Error {
         }
     }
 
+    /// An I/O error while creating something inside directory `dir` (named absolutely: a
+    /// relative `.` says nothing in a log).
+    pub fn io_in_dir(dir: &Path, op: &'static str, source: io::Error) -> Error {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Error::io(dir, op, source)
+    }
+
     /// A corruption error without a file name; [`Error::with_path`] adds one.
     pub fn corrupt(
         structure: impl Into<String>,

@@ -50,11 +50,7 @@ impl Replayable {
 
     fn spool(mut src: impl Read, name: PathBuf, spool_dir: &Path) -> Result<Replayable> {
         let mut file = tempfile::tempfile_in(spool_dir).map_err(|e| {
-            Error::io(
-                spool_dir.to_path_buf(),
-                "create a temporary file in the directory",
-                e,
-            )
+            Error::io_in_dir(spool_dir, "create a temporary file in the directory", e)
         })?;
         let len = io::copy(&mut src, &mut file).map_err(|e| {
             let op = if e.kind() == io::ErrorKind::StorageFull {

@@ -272,3 +272,29 @@ fn gen_has_a_budget() {
     }
     assert!(!dir.path().join("x.hex").exists());
 }
+
+/// An output directory that cannot be made names the directory, absolutely (it said
+/// "create staging directory in failed", or named only `.`).
+#[test]
+fn failed_creations_name_their_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("f.hex"), "0000000000000001\n").unwrap();
+    std::fs::write(d.join("plain"), "a file, not a directory").unwrap();
+    let o = simdex(
+        &["build", "--input", "f.hex", "--out", "plain/idx"],
+        None,
+        d,
+    );
+    let want = format!(
+        "{}: create a staging directory in the directory failed",
+        d.join("plain").display()
+    );
+    fails(&o, &want);
+    let o = simdex(
+        &["insert", "plain/st", "--input", "-"],
+        Some(b"0000000000000001 1\n"),
+        d,
+    );
+    fails(&o, &format!("{}", d.join("plain").display()));
+}

@@ -400,13 +400,7 @@ pub fn self_join(
     let dir = tempfile::Builder::new()
         .prefix(".simdex-join-")
         .tempdir_in(tmp)
-        .map_err(|e| {
-            Error::io(
-                tmp.to_path_buf(),
-                "create a temporary directory in the directory",
-                e,
-            )
-        })?;
+        .map_err(|e| Error::io_in_dir(tmp, "create a temporary directory in the directory", e))?;
     let path = dir.path().join("index");
     let opts = crate::index::BuildOptions::default()
         .with_k(k)

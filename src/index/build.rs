@@ -183,13 +183,7 @@ pub fn build(
     let spill = tempfile::Builder::new()
         .prefix(&format!(".{name}.spill-"))
         .tempdir_in(&parent)
-        .map_err(|e| {
-            Error::io(
-                parent.clone(),
-                "create a spill directory in the directory",
-                e,
-            )
-        })?;
+        .map_err(|e| Error::io_in_dir(&parent, "create a spill directory in the directory", e))?;
     // Locked while in use, like the staging directory: a later run removes it only if stale.
     let spill_lock = File::open(spill.path()).ok();
     if let Some(l) = &spill_lock {
