@@ -61,12 +61,17 @@ fn warn_torn(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 /// steps already taken stay applied (each is acknowledged like a call of its own).
 const CHUNK: usize = 1 << 16;
 
-/// [`with_store`] for long writes: runs as a job while the calling thread handles signals.
+/// [`with_store`] for writes that may be long: when `long`, runs as a job while the calling
+/// thread handles signals; otherwise (one step) on the calling thread, which costs less.
 fn with_store_cancellable<T: Send>(
     py: Python<'_>,
     s: &PyStore,
+    long: bool,
     f: impl FnOnce(&Store, &Cancel) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
+    if !long {
+        return with_store(py, s, None, move |st| f(st, &Cancel::default()));
+    }
     let lock = &s.inner;
     let path = &s.path;
     let r = detached_cancellable(py, None, move |cancel| {
@@ -192,7 +197,7 @@ impl PyStore {
                 i.len()
             )));
         }
-        with_store_cancellable(py, self, move |s, cancel| {
+        with_store_cancellable(py, self, f.len() > CHUNK, move |s, cancel| {
             for (f, i) in f.chunks(CHUNK).zip(i.chunks(CHUNK)) {
                 cancel.check()?;
                 let pairs: Vec<(u64, u64)> = f.iter().copied().zip(i.iter().copied()).collect();
@@ -206,7 +211,7 @@ impl PyStore {
     fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<()> {
         let ia = id_array(ids, "ids")?;
         let i = ia.as_slice()?;
-        with_store_cancellable(py, self, move |s, cancel| {
+        with_store_cancellable(py, self, i.len() > CHUNK, move |s, cancel| {
             for c in i.chunks(CHUNK) {
                 cancel.check()?;
                 s.delete_many(c)?;
