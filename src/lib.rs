@@ -76,6 +76,7 @@ macro_rules! internal_mod {
 internal_mod!(atomic);
 internal_mod!(checksum);
 pub mod codec;
+pub mod dedup;
 pub mod design;
 pub mod error;
 pub mod fingerprint;

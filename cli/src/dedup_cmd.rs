@@ -44,6 +44,7 @@ pub struct DedupArgs {
     pub candidate_k: Option<u32>,
 }
 
+use simdex::dedup::Clusters;
 use simdex::simhash::eval::{DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
 
 /// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
@@ -62,11 +63,11 @@ fn verify_by_scan(
 ) -> Result<()> {
     let (verified, candidates) = simhash::eval::verify_scan(fps, sets, k, t);
     let text = if a.clusters {
-        let mut c = Components::new(fps.len());
+        let mut c = Clusters::new(fps.len());
         for &(i, j, _, _) in &verified {
-            c.union(i, j);
+            c.join(i as usize, j as usize);
         }
-        c.lines(ids)
+        cluster_lines(&mut c, ids)
     } else {
         verified_lines(&verified, ids)
     };
@@ -121,46 +122,16 @@ fn parse_verify(s: &str) -> std::result::Result<f64, String> {
         .ok_or_else(|| format!("{s:?} is not jaccard:T with T in (0, 1]"))
 }
 
-/// Connected components of documents (union-find, each root the smallest member).
-struct Components(Vec<u32>);
-
-impl Components {
-    fn new(n: usize) -> Components {
-        Components((0..n as u32).collect())
+/// One line of tab-separated ids per cluster of two or more documents, in order of their first
+/// member.
+fn cluster_lines(c: &mut Clusters, ids: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for members in c.groups() {
+        let line: Vec<&str> = members.iter().map(|&i| ids[i].as_str()).collect();
+        let _ = writeln!(text, "{}", line.join("\t"));
     }
-
-    fn find(&mut self, mut x: u32) -> u32 {
-        let p = &mut self.0;
-        while p[x as usize] != x {
-            p[x as usize] = p[p[x as usize] as usize];
-            x = p[x as usize];
-        }
-        x
-    }
-
-    fn union(&mut self, i: u32, j: u32) {
-        let (ri, rj) = (self.find(i), self.find(j));
-        if ri != rj {
-            self.0[ri.max(rj) as usize] = ri.min(rj);
-        }
-    }
-
-    /// One line of tab-separated ids per component of two or more documents, in order of
-    /// their first member.
-    fn lines(&mut self, ids: &[String]) -> String {
-        use std::fmt::Write as _;
-        let mut by_root: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-        for i in 0..self.0.len() as u32 {
-            let r = self.find(i);
-            by_root.entry(r).or_default().push(i);
-        }
-        let mut text = String::new();
-        for members in by_root.values().filter(|m| m.len() > 1) {
-            let line: Vec<&str> = members.iter().map(|&i| ids[i as usize].as_str()).collect();
-            let _ = writeln!(text, "{}", line.join("\t"));
-        }
-        text
-    }
+    text
 }
 
 /// Verified pairs as lines `id_a<TAB>id_b<TAB>distance<TAB>jaccard`.
@@ -259,16 +230,16 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
     // clusters mode only unions groups, so large duplicate groups cost nothing extra.
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-    let mut components = Components::new(fps.len());
+    let mut components = Clusters::new(fps.len());
     let materialize = !a.clusters || verify.is_some();
     if !materialize {
         for g in groups.values() {
             for &j in &g[1..] {
-                components.union(g[0], j);
+                components.join(g[0] as usize, j as usize);
             }
         }
         for p in &joined {
-            components.union(groups[&p.batch][0], groups[&p.stored][0]);
+            components.join(groups[&p.batch][0] as usize, groups[&p.stored][0] as usize);
         }
     }
     for g in groups.values().filter(|_| materialize) {
@@ -294,11 +265,11 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         && a.clusters
     {
         for &(i, j, _, _) in v {
-            components.union(i, j);
+            components.join(i as usize, j as usize);
         }
     }
     let text = if a.clusters {
-        components.lines(&ids)
+        cluster_lines(&mut components, &ids)
     } else if let Some(v) = &verified {
         verified_lines(v, &ids)
     } else {

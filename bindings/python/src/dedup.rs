@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+use simdex::dedup::Clusters;
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -72,23 +73,6 @@ impl RowJoin {
     }
 }
 
-/// Join the components of `a` and `b` (the root is the smaller index).
-pub fn union(parent: &mut [usize], a: usize, b: usize) {
-    let (ra, rb) = (find(parent, a), find(parent, b));
-    if ra != rb {
-        parent[ra.max(rb)] = ra.min(rb);
-    }
-}
-
-/// The root of `x`'s component (halving the path on the way).
-pub fn find(parent: &mut [usize], mut x: usize) -> usize {
-    while parent[x] != x {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
-    }
-    x
-}
-
 /// Row pairs and cluster ids for fingerprints: internal, called by `simdex.dedup`.
 ///
 /// Rows whose `skip` entry is true (documents without features) take part in nothing: each is
@@ -137,17 +121,17 @@ pub fn dedup_fingerprints<'py>(
         let rj = RowJoin::new(fps, skip, k, &tmp, mem_bytes)?;
         // Clusters without listing pairs: each group of equal fingerprints is one, and each
         // joined pair links two groups.
-        let mut parent: Vec<usize> = (0..n).collect();
+        let mut clusters = Clusters::new(n);
         for w in rj.rows.windows(2) {
             if w[0].0 == w[1].0 {
-                union(&mut parent, w[0].1 as usize, w[1].1 as usize);
+                clusters.join(w[0].1 as usize, w[1].1 as usize);
             }
         }
         for p in &rj.joined {
             let (a, b) = (rj.group(p.batch)[0].1, rj.group(p.stored)[0].1);
-            union(&mut parent, a as usize, b as usize);
+            clusters.join(a as usize, b as usize);
         }
-        let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
+        let clusters: Vec<i64> = clusters.roots().into_iter().map(|r| r as i64).collect();
         let pairs = return_pairs.then(|| {
             rj.pairs()
                 .into_iter()
@@ -236,11 +220,11 @@ pub fn verify_texts<'py>(
             eval::verify(&sets, &cand, t)
         };
         let n = fps.len();
-        let mut parent: Vec<usize> = (0..n).collect();
+        let mut clusters = Clusters::new(n);
         for &(a, b, _, _) in &verified {
-            union(&mut parent, a as usize, b as usize);
+            clusters.join(a as usize, b as usize);
         }
-        let clusters: Vec<i64> = (0..n).map(|r| find(&mut parent, r) as i64).collect();
+        let clusters: Vec<i64> = clusters.roots().into_iter().map(|r| r as i64).collect();
         Ok((clusters, verified))
     })?;
     let (mut a, mut b, mut d, mut j) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

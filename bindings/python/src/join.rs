@@ -3,13 +3,13 @@
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
+use simdex::dedup::Clusters;
 
 use crate::args::{Distance, Threads};
 use simdex::Design;
 use simdex::index::bucket;
 
 use crate::arrays::{out, u64_array};
-use crate::dedup::{find, union};
 use crate::errors::to_py;
 use crate::runtime::detached;
 
@@ -108,13 +108,11 @@ pub fn components<'py>(
         nodes.dedup();
         let at = |x: u64| nodes.binary_search(&x).expect("every end is a node");
         // Union-find over positions; the root is the smallest position, so the smallest node.
-        let mut parent: Vec<usize> = (0..nodes.len()).collect();
+        let mut clusters = Clusters::new(nodes.len());
         for (&x, &y) in a.iter().zip(b) {
-            union(&mut parent, at(x), at(y));
+            clusters.join(at(x), at(y));
         }
-        let roots: Vec<u64> = (0..nodes.len())
-            .map(|i| nodes[find(&mut parent, i)])
-            .collect();
+        let roots: Vec<u64> = (0..nodes.len()).map(|i| nodes[clusters.find(i)]).collect();
         Ok((nodes, roots))
     })?;
     Ok((out(py, nodes), out(py, roots)))
