@@ -81,6 +81,7 @@ pub mod design;
 pub mod error;
 pub mod fingerprint;
 pub mod index;
+mod os;
 pub mod permutation;
 pub mod progress;
 internal_mod!(sample);

@@ -13,7 +13,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::Index;
-use super::query::{Match, Work};
+use super::probe::{Match, Work};
 use crate::error::Result;
 use crate::table::scan::{RangeScan, Step};
 

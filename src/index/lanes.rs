@@ -22,7 +22,7 @@
 use std::arch::x86_64::*;
 
 use super::Index;
-use super::query::{Match, Work};
+use super::probe::{Match, Work};
 use crate::codec::Codec;
 use crate::error::{Error, Result};
 use crate::table::block::decode_delta_at;

@@ -14,6 +14,7 @@ mod interleave;
 #[cfg(target_arch = "x86_64")]
 mod lanes;
 internal_mod!(manifest);
+pub(crate) mod probe;
 pub mod query;
 
 use std::io::Read;
@@ -30,9 +31,10 @@ use manifest::{MANIFEST_NAME, Manifest};
 
 pub use batch::{BatchOptions, BatchResult, Pair, Shard, self_join};
 pub use build::{BuildOptions, BuildSummary, DesignChoice, build};
+pub use probe::Match;
+pub(crate) use probe::Prober;
 use query::AtomicCounters;
-pub(crate) use query::Prober;
-pub use query::{Match, NearMany, QueryCounters};
+pub use query::{NearMany, QueryCounters};
 
 /// Sizes of an index.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,107 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::Index;
+use super::probe::{Match, ProbeSource, Work};
 use crate::error::{Error, Result};
-use crate::permutation::Permutation;
 use crate::table::Table;
-
-/// A stored fingerprint within the query distance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Match {
-    /// Hamming distance to the query (first, so the derived order is by distance).
-    pub distance: u32,
-    /// The stored fingerprint.
-    pub fingerprint: u64,
-}
-
-/// How one table is probed.
-#[derive(Debug, Clone)]
-pub(crate) struct Prober {
-    pub(crate) permutation: Permutation,
-    pub(crate) inverse: Permutation,
-    pub(crate) prefix_bits: u32,
-    /// XOR masks over the permuted key: every way to flip at most `radius` prefix bits.
-    pub(crate) flips: Vec<u64>,
-}
-
-impl Prober {
-    pub(crate) fn new(permutation: &Permutation, prefix_bits: u32, radius: u32) -> Prober {
-        // Every subset of at most `radius` prefix positions, each exactly once.
-        fn subsets(pos: &[u64], start: usize, left: u32, cur: u64, out: &mut Vec<u64>) {
-            if left == 0 {
-                return;
-            }
-            for i in start..pos.len() {
-                out.push(cur | pos[i]);
-                subsets(pos, i + 1, left - 1, cur | pos[i], out);
-            }
-        }
-        let positions: Vec<u64> = (0..prefix_bits).map(|i| 1u64 << (63 - i)).collect();
-        let mut flips = vec![0u64];
-        subsets(&positions, 0, radius, 0, &mut flips);
-        Prober {
-            permutation: permutation.clone(),
-            inverse: permutation.inverse(),
-            prefix_bits,
-            flips,
-        }
-    }
-
-    /// The inclusive key range of the probe `flip` for the permuted query `q`.
-    #[inline]
-    pub(crate) fn range(&self, q: u64, flip: u64) -> (u64, u64) {
-        let low = u64::MAX.checked_shr(self.prefix_bits).unwrap_or(0);
-        let lo = (q ^ flip) & !low;
-        (lo, lo | low)
-    }
-}
-
-/// Work done by one or more queries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Work {
-    pub(crate) probes: u64,
-    pub(crate) blocks: u64,
-    pub(crate) keys: u64,
-    pub(crate) candidates: u64,
-}
-
-impl Work {
-    pub(crate) fn add(&mut self, w: &Work) {
-        self.probes += w.probes;
-        self.blocks += w.blocks;
-        self.keys += w.keys;
-        self.candidates += w.candidates;
-    }
-}
-
-/// Anything laid out like an index's tables (same design, same permutations): the tables
-/// themselves, or a store's in-memory delta. One probe loop serves both.
-pub(crate) trait ProbeSource {
-    /// Call `f` on every permuted key of table `t` in `lo..=hi`, ascending, until it returns
-    /// false; whether the scan ran to the end. Adds the blocks and keys decoded to `work`.
-    fn visit(
-        &self,
-        t: usize,
-        lo: u64,
-        hi: u64,
-        work: &mut Work,
-        f: impl FnMut(u64) -> bool,
-    ) -> Result<bool>;
-}
-
-impl<D: AsRef<[u8]>> ProbeSource for [Table<D>] {
-    #[inline(always)]
-    fn visit(
-        &self,
-        t: usize,
-        lo: u64,
-        hi: u64,
-        work: &mut Work,
-        f: impl FnMut(u64) -> bool,
-    ) -> Result<bool> {
-        self[t].scan_range(lo, hi, &mut work.blocks, &mut work.keys, f)
-    }
-}
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
 /// queries cost. Read with [`Index::counters`].
@@ -497,23 +399,5 @@ mod tests {
         assert!(warm.iter().all(|m| m.len() == 1 && m[0].distance == 3));
         // The files were just written and read: resident, so the 256th cold query re-judges.
         assert!(!idx.cold.load(Relaxed));
-    }
-
-    #[test]
-    fn probe_flips_enumerate_each_subset_once() {
-        for (p, r, want) in [
-            (32u32, 0u32, 1usize),
-            (32, 1, 33),
-            (10, 2, 1 + 10 + 45),
-            (3, 3, 8),
-        ] {
-            let pr = Prober::new(&Permutation::identity(), p, r);
-            assert_eq!(pr.flips.len(), want, "p={p} r={r}");
-            assert!(
-                pr.flips
-                    .iter()
-                    .all(|f| f.count_ones() <= r && f.trailing_zeros() >= 64 - p)
-            );
-        }
     }
 }

@@ -142,13 +142,13 @@ impl Layer {
 }
 
 /// A layer is probed like the tables it shadows: table `t`'s permuted keys in a range.
-impl crate::index::query::ProbeSource for Layer {
+impl crate::index::probe::ProbeSource for Layer {
     fn visit(
         &self,
         t: usize,
         lo: u64,
         hi: u64,
-        work: &mut crate::index::query::Work,
+        work: &mut crate::index::probe::Work,
         mut f: impl FnMut(u64) -> bool,
     ) -> crate::error::Result<bool> {
         for key in self.permuted_range(t, lo, hi) {

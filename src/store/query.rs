@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::generation;
 use super::*;
 use crate::error::Result;
-use crate::index::query::Work;
+use crate::index::probe::Work;
 
 impl Store {
     /// Every stored fingerprint within `k` of `fp` with its document ids, each fingerprint once,

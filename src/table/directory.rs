@@ -48,7 +48,7 @@ impl Directory {
         let shift = span_bits.saturating_sub(target.ilog2()).min(63);
         let slices = (span >> shift) as usize + 1;
         let mut starts = Vec::with_capacity(slices + 1);
-        super::readahead::huge_pages(&mut starts);
+        crate::os::huge_pages(&mut starts);
         let mut block = 0usize;
         for s in 0..slices as u64 {
             while (last_keys[block] - first) >> shift < s {

@@ -8,7 +8,6 @@ internal_mod!(format);
 internal_mod!(block);
 mod directory;
 pub(crate) mod parallel;
-pub(crate) mod readahead;
 pub mod reader;
 pub(crate) mod scan;
 mod verify;

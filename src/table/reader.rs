@@ -154,7 +154,7 @@ impl<D: AsRef<[u8]>> Table<D> {
             &bytes[foff..toff as usize],
         )?;
         let mut last_keys = Vec::with_capacity(n as usize);
-        super::readahead::huge_pages(&mut last_keys);
+        crate::os::huge_pages(&mut last_keys);
         for (i, c) in arr.chunks_exact(8).enumerate() {
             let k = LE::read_u64(c);
             if let Some(&p) = last_keys.last()
@@ -541,4 +541,25 @@ fn prefetch_read(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Read-ahead hints (the kernel calls are in [`crate::os`]).
+impl<D: AsRef<[u8]>> Table<D> {
+    /// Ask the kernel to start reading blocks `blocks` (in range) that are not in memory: one
+    /// request for the whole run, read sequentially. A hint: no effect on results; a no-op off
+    /// Unix.
+    pub(crate) fn will_need_blocks(&self, blocks: std::ops::Range<u64>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let start = self.block_offset(blocks.start) as usize;
+        let end = self.block_offset(blocks.end) as usize;
+        crate::os::will_need(&self.bytes()[start..end]);
+    }
+
+    /// The fraction of a sample of the table's pages that is in memory (1.0 off Unix, and for
+    /// tables read into the heap).
+    pub(crate) fn resident_fraction(&self) -> f64 {
+        crate::os::resident_fraction(self.bytes())
+    }
 }

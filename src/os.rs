@@ -1,5 +1,5 @@
-//! Memory hints to the kernel: reading ahead when the tables are not in memory, and huge pages
-//! for the in-memory last-key arrays.
+//! The operating system's memory hints, a leaf module (nothing of simdex below it): reading
+//! ahead when the tables are not in memory, and huge pages for the in-memory last-key arrays.
 //!
 //! A CPU prefetch never faults a page in, so when an index's files are not in the page cache a
 //! query's t probes each wait for their own disk read, one after another. For that case the
@@ -7,30 +7,8 @@
 //! reads, all in flight at once) and then decodes. The hint costs a system call per probe, so it
 //! is made only while a sample of the tables' pages (`mincore`) says they are not resident.
 
-use super::reader::Table;
-
-/// Pages sampled per table to judge residency.
+/// Pages sampled per mapping to judge residency.
 const SAMPLES: usize = 16;
-
-impl<D: AsRef<[u8]>> Table<D> {
-    /// Ask the kernel to start reading blocks `blocks` (in range) that are not in memory: one
-    /// request for the whole run, read sequentially. A hint: no effect on results; a no-op off
-    /// Unix.
-    pub(crate) fn will_need_blocks(&self, blocks: std::ops::Range<u64>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let start = self.block_offset(blocks.start) as usize;
-        let end = self.block_offset(blocks.end) as usize;
-        will_need(&self.bytes()[start..end]);
-    }
-
-    /// The fraction of a sample of the table's pages that is in memory (1.0 off Unix, and for
-    /// tables read into the heap).
-    pub(crate) fn resident_fraction(&self) -> f64 {
-        resident_fraction(self.bytes())
-    }
-}
 
 /// Ask for transparent huge pages under `v`'s buffer (Linux; a no-op elsewhere, for buffers
 /// under 2 MiB, and where the kernel declines). Call before the buffer is written: pages are
@@ -69,8 +47,10 @@ fn page() -> usize {
     if p > 0 { p as usize } else { 4096 }
 }
 
+/// Ask the kernel to start reading the pages under `bytes` (a hint: no effect on contents; a
+/// no-op off Unix and for heap memory).
 #[cfg(unix)]
-fn will_need(bytes: &[u8]) {
+pub(crate) fn will_need(bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
@@ -85,10 +65,12 @@ fn will_need(bytes: &[u8]) {
 }
 
 #[cfg(not(unix))]
-fn will_need(_: &[u8]) {}
+pub(crate) fn will_need(_: &[u8]) {}
 
+/// The fraction of a sample of the pages under `bytes` that is in memory (1.0 off Unix, and for
+/// buffers under a page).
 #[cfg(unix)]
-fn resident_fraction(bytes: &[u8]) -> f64 {
+pub(crate) fn resident_fraction(bytes: &[u8]) -> f64 {
     let pg = page();
     if bytes.len() < pg {
         return 1.0;
@@ -115,6 +97,6 @@ fn resident_fraction(bytes: &[u8]) -> f64 {
 }
 
 #[cfg(not(unix))]
-fn resident_fraction(_: &[u8]) -> f64 {
+pub(crate) fn resident_fraction(_: &[u8]) -> f64 {
     1.0
 }
