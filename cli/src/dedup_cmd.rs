@@ -1,6 +1,5 @@
 //! `simdex dedup`: every near-duplicate pair (or cluster) of a corpus.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +43,7 @@ pub struct DedupArgs {
     pub candidate_k: Option<u32>,
 }
 
-use simdex::dedup::Clusters;
+use simdex::dedup::{Candidates, Clusters};
 use simdex::simhash::eval::{DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
 
 /// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
@@ -208,11 +207,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         }
         return verify_by_scan(&a, &fps, &ids, &sets, k, t, featureless, bad, started);
     }
-    // Documents by fingerprint; pairs of distinct fingerprints from the index self-join.
-    let mut groups: HashMap<u64, Vec<u32>> = HashMap::new();
-    for (i, &fp) in fps.iter().enumerate() {
-        groups.entry(fp).or_default().push(i as u32);
-    }
+    // Documents by fingerprint, and pairs of distinct fingerprints from the index self-join.
     let tmp = match &a.out {
         Some(p) => p
             .parent()
@@ -220,8 +215,9 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         None => std::env::temp_dir(),
     };
-    let joined = simdex::index::self_join(
+    let cand = Candidates::new(
         &fps,
+        None,
         k,
         &tmp,
         a.mem,
@@ -229,34 +225,17 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     )?;
     // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
     // clusters mode only unions groups, so large duplicate groups cost nothing extra.
-    let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-    let mut components = Clusters::new(fps.len());
     let materialize = !a.clusters || verify.is_some();
-    if !materialize {
-        for g in groups.values() {
-            for &j in &g[1..] {
-                components.join(g[0] as usize, j as usize);
-            }
-        }
-        for p in &joined {
-            components.join(groups[&p.batch][0] as usize, groups[&p.stored][0] as usize);
-        }
-    }
-    for g in groups.values().filter(|_| materialize) {
-        for (x, &i) in g.iter().enumerate() {
-            for &j in &g[x + 1..] {
-                pairs.push((i, j, 0));
-            }
-        }
-    }
-    for p in joined.iter().filter(|_| materialize) {
-        for &i in &groups[&p.batch] {
-            for &j in &groups[&p.stored] {
-                pairs.push((i.min(j), i.max(j), p.distance));
-            }
-        }
-    }
-    pairs.sort_unstable();
+    let pairs = if materialize {
+        cand.pairs()
+    } else {
+        Vec::new()
+    };
+    let mut components = if materialize {
+        Clusters::new(fps.len())
+    } else {
+        cand.clusters()
+    };
     let candidates = pairs.len();
     // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
     let verified: Option<Vec<(u32, u32, u32, f64)>> =
@@ -295,15 +274,8 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         eprintln!(
             "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",
             fps.len() as u64 + featureless,
-            groups.len(),
-            groups
-                .values()
-                .map(|g| (g.len() * (g.len() - 1) / 2) as u64)
-                .sum::<u64>()
-                + joined
-                    .iter()
-                    .map(|p| (groups[&p.batch].len() * groups[&p.stored].len()) as u64)
-                    .sum::<u64>(),
+            cand.distinct(),
+            cand.pair_count(),
             k,
             skipped_note(featureless, bad)
         );

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::Clusters;
+use simdex::dedup::{Candidates, Clusters};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -14,64 +14,6 @@ use crate::arrays::{out, u64_array};
 use crate::errors::invalid;
 use crate::runtime::detached;
 use crate::texts::visible;
-
-/// Rows grouped by fingerprint (skipped rows left out) and the index self-join of the distinct
-/// fingerprints within k: what both `dedup_fingerprints` and `verify_texts` build on.
-struct RowJoin {
-    /// (fingerprint, row), ascending.
-    rows: Vec<(u64, u32)>,
-    joined: Vec<simdex::index::Pair>,
-}
-
-impl RowJoin {
-    fn new(
-        fps: &[u64],
-        skip: Option<&[bool]>,
-        k: u32,
-        tmp: &std::path::Path,
-        mem_bytes: u64,
-    ) -> simdex::Result<RowJoin> {
-        let mut rows: Vec<(u64, u32)> = (0..fps.len())
-            .filter(|&r| !skip.is_some_and(|s| s[r]))
-            .map(|r| (fps[r], r as u32))
-            .collect();
-        rows.par_sort_unstable();
-        let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
-        distinct.dedup();
-        let joined =
-            simdex::index::self_join(&distinct, k, tmp, mem_bytes, &ProgressHandle::none())?;
-        Ok(RowJoin { rows, joined })
-    }
-
-    /// The rows holding `fp`.
-    fn group(&self, fp: u64) -> &[(u64, u32)] {
-        let a = self.rows.partition_point(|x| x.0 < fp);
-        let b = self.rows.partition_point(|x| x.0 <= fp);
-        &self.rows[a..b]
-    }
-
-    /// Every pair of rows within k, (row_a < row_b, distance), sorted. Quadratic in the size
-    /// of a group of equal fingerprints.
-    fn pairs(&self) -> Vec<(u32, u32, u32)> {
-        let mut out = Vec::new();
-        for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
-            for (x, a) in g.iter().enumerate() {
-                for b in &g[x + 1..] {
-                    out.push((a.1.min(b.1), a.1.max(b.1), 0));
-                }
-            }
-        }
-        for p in &self.joined {
-            for a in self.group(p.batch) {
-                for b in self.group(p.stored) {
-                    out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
-                }
-            }
-        }
-        out.par_sort_unstable();
-        out
-    }
-}
 
 /// Row pairs and cluster ids for fingerprints: internal, called by `simdex.dedup`.
 ///
@@ -117,23 +59,15 @@ pub fn dedup_fingerprints<'py>(
     }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let (clusters, pairs) = detached(py, threads, move || {
-        let n = fps.len();
-        let rj = RowJoin::new(fps, skip, k, &tmp, mem_bytes)?;
-        // Clusters without listing pairs: each group of equal fingerprints is one, and each
-        // joined pair links two groups.
-        let mut clusters = Clusters::new(n);
-        for w in rj.rows.windows(2) {
-            if w[0].0 == w[1].0 {
-                clusters.join(w[0].1 as usize, w[1].1 as usize);
-            }
-        }
-        for p in &rj.joined {
-            let (a, b) = (rj.group(p.batch)[0].1, rj.group(p.stored)[0].1);
-            clusters.join(a as usize, b as usize);
-        }
-        let clusters: Vec<i64> = clusters.roots().into_iter().map(|r| r as i64).collect();
+        let cand = Candidates::new(fps, skip, k, &tmp, mem_bytes, &ProgressHandle::none())?;
+        let clusters: Vec<i64> = cand
+            .clusters()
+            .roots()
+            .into_iter()
+            .map(|r| r as i64)
+            .collect();
         let pairs = return_pairs.then(|| {
-            rj.pairs()
+            cand.pairs()
                 .into_iter()
                 .map(|(a, b, d)| (a as i64, b as i64, d))
                 .collect::<Vec<_>>()
@@ -216,7 +150,8 @@ pub fn verify_texts<'py>(
             eval::verify_scan(fps, &sets, k, t).0
         } else {
             // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
-            let cand = RowJoin::new(fps, None, k, &tmp, mem_bytes)?.pairs();
+            let cand =
+                Candidates::new(fps, None, k, &tmp, mem_bytes, &ProgressHandle::none())?.pairs();
             eval::verify(&sets, &cand, t)
         };
         let n = fps.len();
