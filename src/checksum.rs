@@ -2,6 +2,9 @@
 //! header, footer and blocks; log header; sealed text): crc32 (IEEE, as `crc32fast`) of the
 //! structure's file offset as 8 little-endian bytes followed by its bytes before the crc field.
 //! Mixing in the offset catches a structure read from the wrong place.
+//!
+//! Also the mixer of the order-independent set digests that `verify` compares (a table's keys
+//! against its generation's id map): a sum of [`mix64`] of every member.
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
@@ -34,4 +37,15 @@ pub fn check_crc(structure: impl FnOnce() -> String, offset: u64, bytes: &[u8]) 
         ));
     }
     Ok(())
+}
+
+/// A bijective 64-bit mixer (splitmix64's output function). Summed over a set's members it makes
+/// an order-independent digest: `verify` checks that a table and the id map hold the same
+/// fingerprints without sorting either. Digests are computed and compared in memory, never
+/// stored.
+#[inline]
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

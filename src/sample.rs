@@ -11,13 +11,8 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     mix64(*state)
 }
 
-/// splitmix64's output function: a bijective 64-bit mixer (also used for set digests).
-#[inline]
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// splitmix64's output function (defined with the digests that depend on it).
+pub use crate::checksum::mix64;
 
 /// `n` outputs of splitmix64 from `seed`.
 pub fn random(n: usize, seed: u64) -> Vec<u64> {

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use simdex::simhash;
 use simdex::{Error, Result};
 
 use crate::docs::*;
@@ -43,8 +42,8 @@ pub struct DedupArgs {
     pub candidate_k: Option<u32>,
 }
 
+use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
 use simdex::dedup::{Candidates, Clusters};
-use simdex::simhash::eval::{DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
 
 /// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
 /// candidate verified as it is found (nothing materialized but the verified pairs).
@@ -60,7 +59,7 @@ fn verify_by_scan(
     bad: u64,
     started: std::time::Instant,
 ) -> Result<()> {
-    let (verified, candidates) = simhash::eval::verify_scan(fps, sets, k, t);
+    let (verified, candidates) = rule::verify_scan(fps, sets, k, t);
     let text = if a.clusters {
         let mut c = Clusters::new(fps.len());
         for &(i, j, _, _) in &verified {
@@ -180,7 +179,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // document's 3-shingle set is computed on the same pass, on all cores.
     let (_, bad) = for_each_doc_with(
         &a.docs,
-        |d| verify.map(|_| simhash::eval::shingle_set(&d.text, simhash::eval::TRUTH_SHINGLE)),
+        |d| verify.map(|_| rule::shingle_set(&d.text, rule::TRUTH_SHINGLE)),
         |fp, set, d| {
             match fp {
                 Some(fp) => {
@@ -239,7 +238,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     let candidates = pairs.len();
     // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
     let verified: Option<Vec<(u32, u32, u32, f64)>> =
-        verify.map(|t| simhash::eval::verify(&sets, &pairs, t));
+        verify.map(|t| rule::verify(&sets, &pairs, t));
     if let Some(v) = &verified
         && a.clusters
     {

@@ -405,7 +405,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 // summed by the verifying decode itself (one pass, on all cores).
                 let p = &self.probers[i];
                 let (report, sum) =
-                    t.verify_summing(|key| crate::sample::mix64(p.inverse.apply(key)))?;
+                    t.verify_summing(|key| crate::checksum::mix64(p.inverse.apply(key)))?;
                 let decoded = report.keys;
                 progress.advance(1)?;
                 Ok((decoded, sum))

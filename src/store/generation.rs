@@ -198,7 +198,7 @@ impl Generation {
         let inv = t0.permutation().inverse();
         let mut a = 0u64;
         t0.for_each_in(0, u64::MAX, |k| {
-            a = a.wrapping_add(crate::sample::mix64(inv.apply(k)));
+            a = a.wrapping_add(crate::checksum::mix64(inv.apply(k)));
             true
         })?;
         let mut b = 0u64;
@@ -206,7 +206,7 @@ impl Generation {
         for p in self.ids.iter() {
             let (fp, _) = p.map_err(|e| e.with_path(&ids_path))?;
             if prev != Some(fp) {
-                b = b.wrapping_add(crate::sample::mix64(fp));
+                b = b.wrapping_add(crate::checksum::mix64(fp));
             }
             prev = Some(fp);
         }

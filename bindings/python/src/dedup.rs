@@ -116,7 +116,7 @@ pub fn verify_texts<'py>(
     ),
 )> {
     let k = k.0;
-    use simdex::simhash::eval;
+    use simdex::dedup::verify as rule;
     let texts = crate::texts::Texts::from_py(texts)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
@@ -126,13 +126,13 @@ pub fn verify_texts<'py>(
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("verify = {t} is not in (0, 1]")));
     }
-    if k > eval::MAX_CANDIDATE_K {
+    if k > rule::MAX_CANDIDATE_K {
         return Err(invalid(format!(
             "candidate_k = {k} is not in 0..={}",
-            eval::MAX_CANDIDATE_K
+            rule::MAX_CANDIDATE_K
         )));
     }
-    const MAX_SCAN: usize = eval::MAX_SCAN_DOCS;
+    const MAX_SCAN: usize = rule::MAX_SCAN_DOCS;
     if k > simdex::design::MAX_K && fps.len() > MAX_SCAN {
         return Err(invalid(format!(
             "candidate_k = {k} scans all pairs of {} rows, over the budget of {MAX_SCAN}: use \
@@ -144,15 +144,15 @@ pub fn verify_texts<'py>(
     let (clusters, verified) = detached(py, threads, move || {
         let sets: Vec<Vec<u64>> = (0..texts.len())
             .into_par_iter()
-            .map(|i| eval::shingle_set(&visible(texts.get(i), html), eval::TRUTH_SHINGLE))
+            .map(|i| rule::shingle_set(&visible(texts.get(i), html), rule::TRUTH_SHINGLE))
             .collect();
         let verified = if k > simdex::design::MAX_K {
-            eval::verify_scan(fps, &sets, k, t).0
+            rule::verify_scan(fps, &sets, k, t).0
         } else {
             // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
             let cand =
                 Candidates::new(fps, None, k, &tmp, mem_bytes, &ProgressHandle::none())?.pairs();
-            eval::verify(&sets, &cand, t)
+            rule::verify(&sets, &cand, t)
         };
         let n = fps.len();
         let mut clusters = Clusters::new(n);
@@ -189,7 +189,7 @@ pub fn jaccard_pairs<'py>(
     threads: Option<Threads>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use crate::texts::Texts;
-    use simdex::simhash::eval;
+    use simdex::dedup::verify as rule;
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("t = {t} is not in (0, 1]")));
     }
@@ -207,9 +207,9 @@ pub fn jaccard_pairs<'py>(
             .into_par_iter()
             .with_min_len(64)
             .map(|i| {
-                let sa = eval::shingle_set(&visible(ta.get(i), html), eval::TRUTH_SHINGLE);
-                let sb = eval::shingle_set(&visible(tb.get(i), html), eval::TRUTH_SHINGLE);
-                eval::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
+                let sa = rule::shingle_set(&visible(ta.get(i), html), rule::TRUTH_SHINGLE);
+                let sb = rule::shingle_set(&visible(tb.get(i), html), rule::TRUTH_SHINGLE);
+                rule::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
             })
             .collect::<Vec<f64>>();
         Ok(jac)

@@ -1,0 +1,15 @@
+//! Deduplicating a corpus: documents' fingerprints → candidate pairs ([`Candidates`]: equal
+//! fingerprints, and distinct ones within k from the index self-join) → clusters ([`Clusters`]:
+//! the connected components of the pairs, or of the pairs that verification kept).
+//!
+//! Every dedup front end — `simdex dedup`, `simdex.dedup` and the components of the Spark job —
+//! builds on this module, so that the rules are written once: a pair is two documents (row
+//! numbers, `a < b`) within k bits, listed once; a cluster's representative is its smallest
+//! member (in input order: the first document), which is the one a dedup keeps.
+
+mod candidates;
+mod clusters;
+pub mod verify;
+
+pub use candidates::Candidates;
+pub use clusters::Clusters;
