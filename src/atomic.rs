@@ -62,7 +62,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// whole: a crash or an error before [`StagedDir::publish`] leaves nothing at the final path
 /// (the staging directory is removed on drop; one left by a crash starts with a dot).
 #[derive(Debug)]
-pub struct StagedDir {
+pub(crate) struct StagedDir {
     staging: tempfile::TempDir,
     out: std::path::PathBuf,
     parent: std::path::PathBuf,

@@ -73,7 +73,7 @@ macro_rules! internal_mod {
     };
 }
 
-internal_mod!(atomic);
+pub mod atomic;
 internal_mod!(checksum);
 pub mod codec;
 pub mod dedup;
@@ -84,7 +84,7 @@ pub mod index;
 mod os;
 pub mod permutation;
 pub mod progress;
-internal_mod!(sample);
+pub mod sample;
 internal_mod!(sealed);
 pub mod simhash;
 pub mod store;

@@ -44,7 +44,7 @@ pub fn parse_block_size(s: &str) -> Result<Option<u32>> {
     let b: u32 = s.parse().map_err(|_| {
         Error::InvalidArgument(format!("block size {s:?} is not auto or a number of bytes"))
     })?;
-    simdex::table::format::check_block_size(b)?;
+    simdex::table::check_block_size(b)?;
     Ok(Some(b))
 }
 

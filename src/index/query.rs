@@ -130,7 +130,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         if k > self.design().k() {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} exceeds the index's design ({}, exact up to k = {}); build a new \
-                 index with --k {k} (or rebuild the store with --k {k})",
+                 index with k = {k} (or rebuild the store with k = {k})",
                 self.design().name(),
                 self.design().k()
             )));

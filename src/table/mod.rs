@@ -16,6 +16,7 @@ pub use builder::{
     DEFAULT_BLOCK_SIZE, Histogram, TableOptions, TableSummary, TableWriter, build_bytes,
     build_file, build_to,
 };
+pub use format::check_block_size;
 pub use reader::{Range, Table, TableStats, VerifyReport};
 
 /// The information bound for `n` distinct 64-bit keys: log2 C(2^64, n) / n bits per key, the
