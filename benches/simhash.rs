@@ -77,10 +77,11 @@ fn main() {
         let r = rate(&docs, |d| tokens::tokens(d).len() as u64);
         println!("| {name} | tokens (incl. normalization) | {r:.1} |");
         for shingle in [1usize, 2, 3] {
-            let h = Simhasher::new(SimhashOptions {
-                shingle,
-                weights: None,
-            })
+            let h = Simhasher::new(
+                SimhashOptions::default()
+                    .with_shingle(shingle)
+                    .with_weights(None),
+            )
             .unwrap();
             let r = rate(&docs, |d| h.hash_text(d));
             println!("| {name} | fingerprint, shingle {shingle} | {r:.1} |");

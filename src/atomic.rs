@@ -124,7 +124,9 @@ impl StagedDir {
         let staging = tempfile::Builder::new()
             .prefix(&format!(".{name}.{what}-"))
             .tempdir_in(&parent)
-            .map_err(|e| Error::io_in_dir(&parent, "create a staging directory in the directory", e))?;
+            .map_err(|e| {
+                Error::io_in_dir(&parent, "create a staging directory in the directory", e)
+            })?;
         // Held (flock) until published or dropped: a later run removes only unlocked ones.
         let lock = File::open(staging.path())
             .map_err(|e| Error::io(staging.path().to_path_buf(), "open", e))?;

@@ -539,6 +539,7 @@ impl Design {
 
 /// Expected work of one query under a design (a model, not a measurement).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Cost {
     /// Probes (block searches) per query.
     pub probes: f64,

@@ -53,6 +53,7 @@ fn reference_block(t: &Table<Vec<u8>>, i: u64) -> Vec<u64> {
                 }
                 key + gap
             }
+            other => panic!("no twin decoder for codec {other:?}"),
         };
         assert!(next > key);
         key = next;

@@ -23,10 +23,11 @@ fn text(n: usize, seed: u64) -> Vec<&'static str> {
 }
 
 fn hasher(shingle: usize) -> Simhasher {
-    Simhasher::new(SimhashOptions {
-        shingle,
-        weights: None,
-    })
+    Simhasher::new(
+        SimhashOptions::default()
+            .with_shingle(shingle)
+            .with_weights(None),
+    )
     .unwrap()
 }
 

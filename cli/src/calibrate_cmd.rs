@@ -157,10 +157,8 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         .collect();
     for (n, with_idf) in variants {
         let weights = if with_idf {
-            let plain = Simhasher::new(SimhashOptions {
-                shingle: n,
-                weights: None,
-            })?;
+            let plain =
+                Simhasher::new(SimhashOptions::default().with_shingle(n).with_weights(None))?;
             let feats: Vec<Vec<u64>> = docs
                 .par_iter()
                 .map(|d| {
@@ -185,10 +183,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         } else {
             name
         });
-        let h = Simhasher::new(SimhashOptions {
-            shingle: n,
-            weights,
-        })?;
+        let h = Simhasher::new(
+            SimhashOptions::default()
+                .with_shingle(n)
+                .with_weights(weights),
+        )?;
         let fps: Vec<u64> = docs.par_iter().map(|d| h.hash_text(&d.text)).collect();
         let rows = match &universe {
             None => simhash::eval::evaluate(&fps, &skip, &truth, a.max_k),

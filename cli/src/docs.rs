@@ -96,10 +96,11 @@ impl DocArgs {
     /// them from now on. Inputs that can be read only once are copied first.
     pub fn learn_corpus_idf(&mut self) -> Result<()> {
         self.spool_once_only_inputs()?;
-        let h = Simhasher::new(SimhashOptions {
-            shingle: self.shingle,
-            weights: None,
-        })?;
+        let h = Simhasher::new(
+            SimhashOptions::default()
+                .with_shingle(self.shingle)
+                .with_weights(None),
+        )?;
         let mut total = simhash::DfCounter::default();
         self.silent_skips = true;
         let read = read_docs(self, |docs| {
@@ -141,10 +142,11 @@ impl DocArgs {
                 Some(Arc::new(t))
             }
         };
-        Simhasher::new(SimhashOptions {
-            shingle: self.shingle,
-            weights,
-        })
+        Simhasher::new(
+            SimhashOptions::default()
+                .with_shingle(self.shingle)
+                .with_weights(weights),
+        )
     }
 }
 

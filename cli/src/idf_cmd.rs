@@ -21,10 +21,11 @@ pub struct IdfArgs {
 
 /// Run `idf`: learn per-feature weights from a corpus.
 pub fn idf(a: IdfArgs) -> Result<()> {
-    let h = Simhasher::new(SimhashOptions {
-        shingle: a.docs.shingle,
-        weights: None,
-    })?;
+    let h = Simhasher::new(
+        SimhashOptions::default()
+            .with_shingle(a.docs.shingle)
+            .with_weights(None),
+    )?;
     let mut feats: Vec<Vec<u64>> = Vec::new();
     read_docs(&a.docs, |chunk| {
         feats.par_extend(chunk.par_iter().map(|d| {

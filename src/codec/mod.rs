@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 /// How a key is coded after its predecessor. Both codecs emit a Huffman-coded symbol in 0..=63
 /// followed by a raw suffix whose length the symbol determines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Codec {
     /// Codec 1, the paper's: symbol h = the number of leading bits a and b share; suffix = the
     /// 63 − h bits of b below its first differing bit (that bit is 1 in b, 0 in a).

@@ -135,6 +135,7 @@ impl BatchOptions {
 
 /// What [`Index::batch_near`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchResult {
     /// (batch, stored, distance) with distance <= k, sorted by (batch, stored), each once.
     pub pairs: Vec<Pair>,

@@ -33,6 +33,7 @@ use crate::table::{self, TableOptions};
 
 /// Which design to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DesignChoice {
     /// [`Design::auto`] for the distinct fingerprint count.
     Auto,
@@ -135,6 +136,7 @@ impl BuildOptions {
 
 /// What [`build`] did.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BuildSummary {
     /// Fingerprints read.
     pub input: u64,

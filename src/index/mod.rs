@@ -38,6 +38,7 @@ pub use query::{NearMany, QueryCounters};
 
 /// Sizes of an index.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct IndexStats {
     /// Distinct fingerprints.
     pub keys: u64,
@@ -63,6 +64,7 @@ pub struct IndexStats {
 
 /// What [`Index::verify`] checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IndexVerifyReport {
     /// Tables verified.
     pub tables: usize,

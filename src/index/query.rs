@@ -67,6 +67,7 @@ impl AtomicCounters {
 /// The answers to many queries in one flat array: the matches of query `i` are
 /// `matches[offsets[i]..offsets[i + 1]]`, each ordered by distance then fingerprint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NearMany {
     /// `queries + 1` ascending offsets into `matches`, starting at 0.
     pub offsets: Vec<usize>,

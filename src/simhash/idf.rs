@@ -26,7 +26,8 @@ use crate::error::{Error, Result};
 ///     docs.iter().map(|d| h.features(d).into_iter().map(|(f, _)| f).collect()).collect();
 /// let idf = IdfTable::build(2, feats.iter().map(|v| &v[..]));
 /// assert_eq!(IdfTable::decode(&idf.encode())?, idf); // the `simdex idf` text format
-/// let weighted = Simhasher::new(SimhashOptions { shingle: 2, weights: Some(Arc::new(idf)) })?;
+/// let opts = SimhashOptions::default().with_shingle(2).with_weights(Some(Arc::new(idf)));
+/// let weighted = Simhasher::new(opts)?;
 /// let _fp = weighted.hash_text(docs[0]);
 /// # Ok(()) }
 /// ```

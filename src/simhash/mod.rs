@@ -147,6 +147,7 @@ type BuildIdentity = std::hash::BuildHasherDefault<Identity>;
 
 /// How a [`Simhasher`] turns text into fingerprints.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SimhashOptions {
     /// Features are shingles of this many consecutive tokens (1 = single words).
     pub shingle: usize,
@@ -160,6 +161,20 @@ impl Default for SimhashOptions {
             shingle: DEFAULT_SHINGLE,
             weights: None,
         }
+    }
+}
+
+impl SimhashOptions {
+    /// Features are shingles of `shingle` consecutive tokens.
+    pub fn with_shingle(mut self, shingle: usize) -> Self {
+        self.shingle = shingle;
+        self
+    }
+
+    /// Per-feature weights (e.g. IDF learned with the same shingle size); `None` = counts only.
+    pub fn with_weights(mut self, weights: Option<std::sync::Arc<IdfTable>>) -> Self {
+        self.weights = weights;
+        self
     }
 }
 

@@ -253,6 +253,7 @@ pub struct Source<'a> {
 
 /// What writing a generation (compaction, rebuild, merge, bulk load) wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GenerationSummary {
     /// Pairs in the new generation.
     pub pairs: u64,

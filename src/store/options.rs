@@ -13,6 +13,7 @@ use crate::progress::ProgressHandle;
 /// policy loses an acknowledged write when only the *process* dies (a panic, SIGKILL, OOM kill).
 /// The policies differ on power loss or a kernel crash:
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SyncPolicy {
     /// Each write returns only after its record is synced. Survives power loss. Concurrent
     /// writers share fsyncs (group commit): one fsync covers every record appended before it.
@@ -199,6 +200,7 @@ pub struct StoreRow {
 /// The answers to many store queries, flat: the rows of query `i` are
 /// `rows[offsets[i]..offsets[i + 1]]`, by distance, fingerprint, then id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoreNearMany {
     /// `queries + 1` ascending offsets into `rows`, starting at 0.
     pub offsets: Vec<usize>,
@@ -224,6 +226,7 @@ pub struct StoreCounters {
 
 /// What opening the store found in its logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Recovery {
     /// Logs replayed.
     pub logs: usize,

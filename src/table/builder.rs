@@ -66,6 +66,7 @@ impl TableOptions {
 
 /// What a finished build wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TableSummary {
     /// Distinct keys stored.
     pub keys: u64,

@@ -35,6 +35,7 @@ pub struct Table<D> {
 
 /// Sizes of a table.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct TableStats {
     /// Keys stored.
     pub keys: u64,
@@ -52,6 +53,7 @@ pub struct TableStats {
 
 /// What [`Table::verify`] checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// Keys decoded.
     pub keys: u64,

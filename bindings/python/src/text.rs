@@ -30,10 +30,11 @@ fn hasher(shingle: usize, idf: Option<&PyIdf>) -> PyResult<Simhasher> {
             t.table.shingle()
         )));
     }
-    Simhasher::new(SimhashOptions {
-        shingle,
-        weights: idf.map(|t| Arc::clone(&t.table)),
-    })
+    Simhasher::new(
+        SimhashOptions::default()
+            .with_shingle(shingle)
+            .with_weights(idf.map(|t| Arc::clone(&t.table))),
+    )
     .map_err(to_py)
 }
 
