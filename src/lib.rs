@@ -60,6 +60,22 @@
 /// Declares a module that is `pub(crate)`, or, with the `internals` feature, public but hidden
 /// and outside semver: for this repository's own CLI, tests, benches and fuzzers, which reach
 /// into the codec, block, log and id-map layers that embedders never need.
+/// A method public only with the `internals` feature (for this repository's tests, benches and
+/// fuzzers), crate-private otherwise: methods that hand out internal types or raw representation,
+/// so that the stable API never returns a type its users cannot name.
+macro_rules! internal_fn {
+    ($(#[$m:meta])* fn $name:ident $($rest:tt)*) => {
+        $(#[$m])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub fn $name $($rest)*
+        $(#[$m])*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code)]
+        pub(crate) fn $name $($rest)*
+    };
+}
+
 macro_rules! internal_mod {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*

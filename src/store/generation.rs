@@ -168,18 +168,22 @@ impl Generation {
         &self.index
     }
 
-    /// The id map.
-    pub fn ids(&self) -> &IdMap<Mmap> {
-        &self.ids
+    internal_fn! {
+        /// The id map.
+        fn ids(&self) -> &IdMap<Mmap> {
+            &self.ids
+        }
     }
 
-    /// This generation's shape (design, codec), with `block_size` as the block size policy:
-    /// what a compaction of it writes.
-    pub fn layout(&self, block_size: Option<u32>) -> Layout {
-        Layout {
-            design: self.index.design().clone(),
-            codec: self.index.tables()[0].codec(),
-            block_size,
+    internal_fn! {
+        /// This generation's shape (design, codec), with `block_size` as the block size policy:
+        /// what a compaction of it writes.
+        fn layout(&self, block_size: Option<u32>) -> Layout {
+            Layout {
+                design: self.index.design().clone(),
+                codec: self.index.tables()[0].codec(),
+                block_size,
+            }
         }
     }
 

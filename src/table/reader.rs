@@ -222,19 +222,25 @@ impl<D: AsRef<[u8]>> Table<D> {
         &self.header.permutation
     }
 
-    /// The Huffman code lengths for symbols 0..=63.
-    pub fn code_lengths(&self) -> &[u8; 64] {
-        &self.header.code_lengths
+    internal_fn! {
+        /// The Huffman code lengths for symbols 0..=63.
+        fn code_lengths(&self) -> &[u8; 64] {
+            &self.header.code_lengths
+        }
     }
 
-    /// The last key of every block.
-    pub fn last_keys(&self) -> &[u64] {
-        &self.last_keys
+    internal_fn! {
+        /// The last key of every block.
+        fn last_keys(&self) -> &[u64] {
+            &self.last_keys
+        }
     }
 
-    /// The raw bytes.
-    pub fn bytes(&self) -> &[u8] {
-        self.data.as_ref()
+    internal_fn! {
+        /// The raw bytes.
+        fn bytes(&self) -> &[u8] {
+            self.data.as_ref()
+        }
     }
 
     /// Sizes.
@@ -343,19 +349,21 @@ impl<D: AsRef<[u8]>> Table<D> {
         &self.data.as_ref()[off..off + b]
     }
 
-    /// Check block `i`'s crc (once per reader) and start decoding it.
-    pub fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
-        assert!(i < self.block_count(), "block {i} out of range");
-        let b = self.header.block_size as u64;
-        let off = HEADER_LEN as u64 + i * b;
-        let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
-        let (word, bit) = (&self.crc_checked[(i / 64) as usize], 1u64 << (i % 64));
-        if word.load(Ordering::Relaxed) & bit == 0 {
-            block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
-            word.fetch_or(bit, Ordering::Relaxed);
+    internal_fn! {
+        /// Check block `i`'s crc (once per reader) and start decoding it.
+        fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
+            assert!(i < self.block_count(), "block {i} out of range");
+            let b = self.header.block_size as u64;
+            let off = HEADER_LEN as u64 + i * b;
+            let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
+            let (word, bit) = (&self.crc_checked[(i / 64) as usize], 1u64 << (i % 64));
+            if word.load(Ordering::Relaxed) & bit == 0 {
+                block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
+                word.fetch_or(bit, Ordering::Relaxed);
+            }
+            BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode)
+                .map_err(|e| self.attach(e))
         }
-        BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode)
-            .map_err(|e| self.attach(e))
     }
 
     /// The first block whose last key is `>= key` (`block_count()` if none): the only block
