@@ -83,17 +83,7 @@ impl Store {
                     return Ok(None);
                 }
                 let next = LogWriter::create(&self.dir, log.number() + 1)?;
-                {
-                    let mut f = lock(&self.durability.file);
-                    if let Err(e) = log.sync() {
-                        self.durability.poison(&e);
-                        return Err(e);
-                    }
-                    let at = self.durability.appended.load(Ordering::Acquire);
-                    self.durability.synced.fetch_max(at, Ordering::AcqRel);
-                    *lock(&self.durability.log_base) = (next.number(), at, next.len());
-                    *f = Some(next.try_clone_file()?);
-                }
+                self.durability.switch_log(log, &next)?;
                 *writer = Some(next);
                 let fresh = st.active.empty_like();
                 let old = std::mem::replace(&mut st.active, fresh);

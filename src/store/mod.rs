@@ -203,8 +203,8 @@ impl Store {
         use std::sync::atomic::Ordering::Relaxed;
         StoreCounters {
             queries: self.generation().index().counters(),
-            fsyncs: self.durability.fsyncs.load(Relaxed),
-            fsync_time: std::time::Duration::from_nanos(self.durability.fsync_nanos.load(Relaxed)),
+            fsyncs: self.durability.fsync_counts().0,
+            fsync_time: self.durability.fsync_counts().1,
             compactions: self.compactions.load(Relaxed),
             compaction_time: std::time::Duration::from_nanos(self.compaction_nanos.load(Relaxed)),
         }
@@ -235,7 +235,7 @@ impl Store {
             std::mem::forget(self.flusher.take());
             return Ok(());
         }
-        self.durability.stop.store(true, Ordering::Release);
+        self.durability.stop();
         if let Some(t) = self.flusher.take() {
             t.thread().unpark();
             let _ = t.join();

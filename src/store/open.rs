@@ -2,7 +2,7 @@
 //! log replay (torn tails) and the check that the live logs form an unbroken sequence.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -266,26 +266,15 @@ impl Store {
             (Some(w), Some(f))
         };
         // What is in the log at open was synced by recovery (or by the run that wrote it).
-        let log_base = writer
-            .as_ref()
-            .map_or((g, 0, 0), |w| (w.number(), 0, w.len()));
-        let durability = Arc::new(Durability {
-            file: Mutex::new(file),
-            appended: AtomicU64::new(0),
-            synced: AtomicU64::new(0),
-            poisoned: Mutex::new(None),
-            stop: AtomicBool::new(false),
-            log_base: Mutex::new(log_base),
-            fsyncs: AtomicU64::new(0),
-            fsync_nanos: AtomicU64::new(0),
-        });
+        let (number, len) = writer.as_ref().map_or((g, 0), |w| (w.number(), w.len()));
+        let durability = Arc::new(Durability::new(file, number, len));
         let flusher = match (opts.sync, read_only) {
             (SyncPolicy::Group(every), false) => {
                 let d = Arc::clone(&durability);
                 Some(std::thread::spawn(move || {
-                    while !d.stop.load(Ordering::Acquire) {
+                    while !d.stopped() {
                         std::thread::park_timeout(every);
-                        let _ = d.sync_to(d.appended.load(Ordering::Acquire));
+                        let _ = d.sync_to(d.appended_end());
                     }
                 }))
             }

@@ -85,11 +85,7 @@ impl Store {
                     return Err(e);
                 }
             };
-            let lsn = self
-                .durability
-                .appended
-                .fetch_add(end - before, Ordering::AcqRel)
-                + (end - before);
+            let lsn = self.durability.appended(end - before);
             let mut st = self.write_state();
             apply(&mut st.active, rec);
             (lsn, st.active.ops())
@@ -170,8 +166,7 @@ impl Store {
             return Ok(());
         }
         self.check_not_forked()?;
-        self.durability
-            .sync_to(self.durability.appended.load(Ordering::Acquire))
+        self.durability.sync_to(self.durability.appended_end())
     }
 }
 
