@@ -298,3 +298,47 @@ fn failed_creations_name_their_directory() {
     );
     fails(&o, &format!("{}", d.join("plain").display()));
 }
+
+/// SIGINT during a long `insert` stops it between chunks: exit 130, the pairs applied are
+/// synced and said, and the store holds exactly them (before, the signal killed the process
+/// with whatever the last chunk had left unsynced, and said nothing).
+#[test]
+fn an_interrupted_insert_says_what_it_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("big.txt"), pairs(3_000_000)).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_simdex"))
+        .args(["insert", "st", "--input", "big.txt", "--quiet"])
+        .current_dir(d)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !d.join("st").join("CURRENT").exists() {
+        assert!(t0.elapsed().as_secs() < 60, "no store was created");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let n: u64 = err
+        .split("inserted ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {err:?}"));
+    assert!(n < 3_000_000 && n % (1 << 16) == 0, "{n}");
+    assert!(
+        stats(d, "st").contains(&format!("\"delta_pairs\":{n}")),
+        "{}",
+        stats(d, "st")
+    );
+}
