@@ -335,7 +335,7 @@ fn an_interrupted_insert_says_what_it_applied() {
         .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no count in {err:?}"));
-    assert!(n < 3_000_000 && n % (1 << 16) == 0, "{n}");
+    assert!(n < 3_000_000 && n.is_multiple_of(1 << 16), "{n}");
     assert!(
         stats(d, "st").contains(&format!("\"delta_pairs\":{n}")),
         "{}",
