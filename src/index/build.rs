@@ -27,9 +27,9 @@ use rayon::prelude::*;
 
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::index::manifest::{Manifest, TableEntry, table_file_name};
+use crate::index::manifest::TableEntry;
 use crate::progress::ProgressHandle;
-use crate::table::{self, TableOptions};
+use crate::table;
 
 /// Which design to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,34 +207,26 @@ pub fn build(
     let t = design.tables().len();
     let pb = &opts.progress;
     pb.stage("tables", Some(n * t as u64))?;
+    let writer = super::writer::IndexWriter::new(staging.path(), &design, opts.codec, block_size);
     let build_one = |i: usize| -> Result<TableEntry> {
-        let td = &design.tables()[i];
-        let topts = TableOptions::default()
-            .with_block_size(block_size)
-            .with_codec(opts.codec)
-            .with_permutation(td.permutation.clone());
-        let path = staging.path().join(table_file_name(i));
-        match &base.data {
+        let perm = &design.tables()[i].permutation;
+        let entry = match &base.data {
             Base::Memory(v) => {
-                let mut keys: Vec<u64> = v.iter().map(|&x| td.permutation.apply(x)).collect();
+                let mut keys: Vec<u64> = v.iter().map(|&x| perm.apply(x)).collect();
                 keys.par_sort_unstable();
-                table::parallel::build_file_sorted(&path, &topts, &keys)?;
+                writer.write_sorted_table(i, &keys)?
             }
             Base::File(base_path) => {
-                let runs = sorted_runs(base_path, &td.permutation, chunk_cap, spill.path(), i)?;
-                table::build_file(&path, &topts, || merge(&runs, false))?;
+                let runs = sorted_runs(base_path, perm, chunk_cap, spill.path(), i)?;
+                let (entry, _) = writer.write_table(i, || merge(&runs, false))?;
                 for r in &runs {
                     let _ = std::fs::remove_file(r);
                 }
+                entry
             }
-        }
+        };
         pb.advance(n)?;
-        let (bytes, xxh3) = super::file_digest(&path)?;
-        Ok(TableEntry {
-            file: table_file_name(i),
-            bytes,
-            xxh3,
-        })
+        Ok(entry)
     };
     let entries: Vec<TableEntry> = match &base.data {
         Base::Memory(_) => {
@@ -256,14 +248,7 @@ pub fn build(
     pb.finish();
     let table_bytes = entries.iter().map(|e| e.bytes).sum();
 
-    let manifest = Manifest {
-        design: design.clone(),
-        keys: n,
-        codec: opts.codec.id(),
-        block_size,
-        tables: entries,
-    };
-    manifest.write_to(staging.path())?;
+    writer.finish(n, entries)?;
     drop(spill_lock);
     drop(spill);
     staging.publish()?;

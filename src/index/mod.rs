@@ -16,6 +16,7 @@ mod lanes;
 internal_mod!(manifest);
 pub(crate) mod probe;
 pub mod query;
+pub(crate) mod writer;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

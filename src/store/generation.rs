@@ -24,10 +24,9 @@ use super::delta::Layer;
 use super::ids::{IDS_BLOCK_SIZE, IdMap, IdsWriter};
 use crate::design::Design;
 use crate::error::{Error, Result};
-use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry, table_file_name};
+use crate::index::manifest::{MANIFEST_NAME, Manifest, TableEntry};
 use crate::index::{Index, OpenOptions};
 use crate::progress::ProgressHandle;
-use crate::table::{self, TableOptions};
 
 /// File naming the live generation.
 pub const CURRENT_NAME: &str = "CURRENT";
@@ -417,6 +416,8 @@ pub fn write_generation_with(
         .iter()
         .filter_map(|s| s.generation)
         .all(|g| g.index.design() == design);
+    let writer =
+        crate::index::writer::IndexWriter::new(staging.path(), design, layout.codec, block_size);
     let entries: Vec<TableEntry> = if same_design {
         let pb = progress;
         pb.stage("tables", Some(n * t as u64))?;
@@ -429,11 +430,6 @@ pub fn write_generation_with(
                 dead_p.sort_unstable();
                 let mut new_p: Vec<u64> = new.iter().map(|&f| perm.apply(f)).collect();
                 new_p.sort_unstable();
-                let topts = TableOptions::default()
-                    .with_block_size(block_size)
-                    .with_codec(layout.codec)
-                    .with_permutation(perm.clone());
-                let path = staging.path().join(table_file_name(i));
                 let pass = || -> Result<BoxIter<'_, u64>> {
                     let mut streams: Vec<std::iter::Peekable<BoxIter<'_, u64>>> = gens
                         .iter()
@@ -459,7 +455,7 @@ pub fn write_generation_with(
                         !(d < dead_p.len() && dead_p[d] == *k)
                     })))
                 };
-                let summary = table::build_file(&path, &topts, pass)?;
+                let (entry, summary) = writer.write_table(i, pass)?;
                 if summary.keys != n {
                     return Err(Error::corrupt(
                         format!("merged table {i}"),
@@ -469,12 +465,7 @@ pub fn write_generation_with(
                     ));
                 }
                 pb.advance(n)?;
-                let (bytes, xxh3) = crate::index::file_digest(&path)?;
-                Ok(TableEntry {
-                    file: table_file_name(i),
-                    bytes,
-                    xxh3,
-                })
+                Ok(entry)
             })
             .collect::<Result<Vec<_>>>()?;
         pb.finish();
@@ -516,14 +507,7 @@ pub fn write_generation_with(
         + std::fs::metadata(&ids_path)
             .map_err(|e| Error::io(ids_path.clone(), "stat", e))?
             .len();
-    let manifest = Manifest {
-        design: design.clone(),
-        keys: n,
-        codec: layout.codec.id(),
-        block_size,
-        tables: entries,
-    };
-    manifest.write_to(staging.path())?;
+    writer.finish(n, entries)?;
     staging.publish()?;
     Ok(GenerationSummary {
         pairs,
