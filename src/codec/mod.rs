@@ -50,49 +50,55 @@ impl Codec {
         }
     }
 
-    /// The coding of `b` after `a` (`a < b`): `(symbol, suffix, suffix_bits)`.
-    #[inline]
-    pub fn delta(self, a: u64, b: u64) -> (usize, u64, u32) {
-        debug_assert!(a < b);
-        match self {
-            Codec::HDelta => {
-                let h = (a ^ b).leading_zeros();
-                let n = 63 - h;
-                // n <= 63, so the mask never needs a 64-bit shift.
-                (h as usize, b & ((1u64 << n) - 1), n)
-            }
-            Codec::Gap => {
-                let g = b - a;
-                let n = 63 - g.leading_zeros();
-                (n as usize, g & ((1u64 << n) - 1), n)
-            }
-        }
-    }
-
-    /// Bits of raw suffix that follow `symbol`.
-    #[inline(always)]
-    pub fn suffix_bits(self, symbol: u32) -> u32 {
-        match self {
-            Codec::HDelta => 63 - symbol,
-            Codec::Gap => symbol,
-        }
-    }
-
-    /// The key after `prev` given a decoded symbol and suffix (`suffix < 2^suffix_bits`), or
-    /// `None` if the pair cannot follow `prev` (corrupt data): for h-delta, `prev` has bit h set;
-    /// for gap, the sum overflows.
-    #[inline(always)]
-    pub fn apply(self, prev: u64, symbol: u32, suffix: u64) -> Option<u64> {
-        match self {
-            Codec::HDelta => {
-                let bit = 1u64 << (63 - symbol);
-                if prev & bit != 0 {
-                    return None;
+    internal_fn! {
+        /// The coding of `b` after `a` (`a < b`): `(symbol, suffix, suffix_bits)`.
+        #[inline]
+        fn delta(self, a: u64, b: u64) -> (usize, u64, u32) {
+            debug_assert!(a < b);
+            match self {
+                Codec::HDelta => {
+                    let h = (a ^ b).leading_zeros();
+                    let n = 63 - h;
+                    // n <= 63, so the mask never needs a 64-bit shift.
+                    (h as usize, b & ((1u64 << n) - 1), n)
                 }
-                // Keep prev's top h bits, set the implied bit, append the suffix.
-                Some((prev & !(u64::MAX >> symbol)) | bit | suffix)
+                Codec::Gap => {
+                    let g = b - a;
+                    let n = 63 - g.leading_zeros();
+                    (n as usize, g & ((1u64 << n) - 1), n)
+                }
             }
-            Codec::Gap => prev.checked_add((1u64 << symbol) | suffix),
+        }
+    }
+
+    internal_fn! {
+        /// Bits of raw suffix that follow `symbol`.
+        #[inline(always)]
+        fn suffix_bits(self, symbol: u32) -> u32 {
+            match self {
+                Codec::HDelta => 63 - symbol,
+                Codec::Gap => symbol,
+            }
+        }
+    }
+
+    internal_fn! {
+        /// The key after `prev` given a decoded symbol and suffix (`suffix < 2^suffix_bits`), or
+        /// `None` if the pair cannot follow `prev` (corrupt data): for h-delta, `prev` has bit h set;
+        /// for gap, the sum overflows.
+        #[inline(always)]
+        fn apply(self, prev: u64, symbol: u32, suffix: u64) -> Option<u64> {
+            match self {
+                Codec::HDelta => {
+                    let bit = 1u64 << (63 - symbol);
+                    if prev & bit != 0 {
+                        return None;
+                    }
+                    // Keep prev's top h bits, set the implied bit, append the suffix.
+                    Some((prev & !(u64::MAX >> symbol)) | bit | suffix)
+                }
+                Codec::Gap => prev.checked_add((1u64 << symbol) | suffix),
+            }
         }
     }
 }
