@@ -24,7 +24,8 @@
 //! same prefixes as the tables, and compaction into immutable generations while queries go on.
 //!
 //! In front sits [`simhash`]: documents (text or HTML) to fingerprints, specified exactly in
-//! `format-spec/simhash.md`.
+//! `format-spec/simhash.md`; and [`dedup`]: a corpus's fingerprints to candidate pairs (equal
+//! fingerprints and the index self-join), verified by exact Jaccard where asked, to clusters.
 //!
 //! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log, delta, generations) → [`design`] and
 //! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → `table::block` (one

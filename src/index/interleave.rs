@@ -2,7 +2,7 @@
 //!
 //! For each query, every probe's search is prefetched in rounds — the directory entries of all
 //! probes, then their last keys, then (each block located) their blocks' first cache lines,
-//! `madvise`d too while the tables are out of memory (see `table::readahead`) — and then every
+//! `madvise`d too while the tables are out of memory (see `crate::os`) — and then every
 //! block is opened and one key of each open probe is decoded in turn. Probes are independent,
 //! so their cache misses overlap and so do their serial decode chains (each key needs the one
 //! before it). Prefetching the next query's directory entries during this one, and decoding

@@ -99,7 +99,7 @@ pub struct Index<D = Mmap> {
     /// Probes one query makes (the flips of every table), fixed at open.
     probes_per_query: u64,
     /// True while a sample of the tables' pages says they are mostly not in memory: queries
-    /// then ask the kernel for all their blocks before reading any (`table::readahead`).
+    /// then ask the kernel for all their blocks before reading any (`crate::os`).
     /// Judged at open and again by every large `near_many`.
     cold: std::sync::atomic::AtomicBool,
     /// Queries made while cold; every 256th judges residency again.

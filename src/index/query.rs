@@ -106,7 +106,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         }
     }
 
-    /// Sample the tables' pages and decide whether queries read ahead (`table::readahead`):
+    /// Sample the tables' pages and decide whether queries read ahead (`crate::os`):
     /// when less than 90% of the sample is in memory.
     pub(crate) fn judge_residency(&self) {
         let n = self.tables.len().max(1) as f64;
