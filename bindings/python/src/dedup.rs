@@ -8,11 +8,10 @@ use simdex::dedup::{Candidates, Clusters};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
-use simdex::ProgressHandle;
 
 use crate::arrays::{out, u64_array};
 use crate::errors::invalid;
-use crate::runtime::detached;
+use crate::runtime::{LONG_CALL, detached, detached_watched};
 use crate::texts::visible;
 
 /// Row pairs and cluster ids for fingerprints: internal, called by `simdex.dedup`.
@@ -58,8 +57,9 @@ pub fn dedup_fingerprints<'py>(
         return Err(invalid("skip and fingerprints differ in length"));
     }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
-    let (clusters, pairs) = detached(py, threads, move || {
-        let cand = Candidates::new(fps, skip, k, &tmp, mem_bytes, &ProgressHandle::none())?;
+    let long = fps.len() > LONG_CALL;
+    let (clusters, pairs) = detached_watched(py, threads, long, move |cancel| {
+        let cand = Candidates::new(fps, skip, k, &tmp, mem_bytes, &cancel.progress())?;
         let clusters: Vec<i64> = cand
             .clusters()
             .roots()
@@ -141,17 +141,23 @@ pub fn verify_texts<'py>(
         )));
     }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
-    let (clusters, verified) = detached(py, threads, move || {
+    let long = fps.len() > LONG_CALL;
+    let (clusters, verified) = detached_watched(py, threads, long, move |cancel| {
         let sets: Vec<Vec<u64>> = (0..texts.len())
             .into_par_iter()
-            .map(|i| rule::shingle_set(&visible(texts.get(i), html), rule::TRUTH_SHINGLE))
-            .collect();
+            .map(|i| {
+                cancel.check()?;
+                Ok(rule::shingle_set(
+                    &visible(texts.get(i), html),
+                    rule::TRUTH_SHINGLE,
+                ))
+            })
+            .collect::<simdex::Result<_>>()?;
         let verified = if k > simdex::design::MAX_K {
             rule::verify_scan(fps, &sets, k, t).0
         } else {
             // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
-            let cand =
-                Candidates::new(fps, None, k, &tmp, mem_bytes, &ProgressHandle::none())?.pairs();
+            let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?.pairs();
             rule::verify(&sets, &cand, t)
         };
         let n = fps.len();

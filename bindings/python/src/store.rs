@@ -14,7 +14,7 @@ use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions};
 use crate::arrays::{id_array, out, u64_array};
 use crate::errors::{invalid, raise, to_py};
 use crate::index::design_choice;
-use crate::runtime::{Cancel, detached, detached_cancellable};
+use crate::runtime::{Cancel, detached, detached_watched};
 
 /// A store open for reading and (unless read-only) writing.
 #[pyclass(module = "simdex._simdex", name = "Store", frozen)]
@@ -31,16 +31,7 @@ fn with_store<T: Send>(
     threads: Option<Threads>,
     f: impl FnOnce(&Store) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
-    let lock = &s.inner;
-    let path = &s.path;
-    let r = detached(py, threads, move || {
-        let g = lock.read().unwrap_or_else(|e| e.into_inner());
-        match g.as_ref() {
-            Some(store) => f(store).map(Some),
-            None => Ok(None),
-        }
-    })?;
-    r.ok_or_else(|| closed(path))
+    with_store_watched(py, s, threads, false, move |st, _| f(st))
 }
 
 /// A torn log tail is a warning the spec says a reader MUST give (format-spec/store.md): raised
@@ -61,20 +52,18 @@ fn warn_torn(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 /// steps already taken stay applied (each is acknowledged like a call of its own).
 const CHUNK: usize = 1 << 16;
 
-/// [`with_store`] for writes that may be long: when `long`, runs as a job while the calling
-/// thread handles signals; otherwise (one step) on the calling thread, which costs less.
-fn with_store_cancellable<T: Send>(
+/// [`with_store`] for calls that may be long: when `long`, runs as a job while the calling
+/// thread handles signals (see [`detached_watched`]).
+fn with_store_watched<T: Send>(
     py: Python<'_>,
     s: &PyStore,
+    threads: Option<Threads>,
     long: bool,
     f: impl FnOnce(&Store, &Cancel) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
-    if !long {
-        return with_store(py, s, None, move |st| f(st, &Cancel::default()));
-    }
     let lock = &s.inner;
     let path = &s.path;
-    let r = detached_cancellable(py, None, move |cancel| {
+    let r = detached_watched(py, threads, long, move |cancel| {
         let g = lock.read().unwrap_or_else(|e| e.into_inner());
         match g.as_ref() {
             Some(store) => f(store, cancel).map(Some),
@@ -197,7 +186,7 @@ impl PyStore {
                 i.len()
             )));
         }
-        with_store_cancellable(py, self, f.len() > CHUNK, move |s, cancel| {
+        with_store_watched(py, self, None, f.len() > CHUNK, move |s, cancel| {
             for (f, i) in f.chunks(CHUNK).zip(i.chunks(CHUNK)) {
                 cancel.check()?;
                 let pairs: Vec<(u64, u64)> = f.iter().copied().zip(i.iter().copied()).collect();
@@ -211,7 +200,7 @@ impl PyStore {
     fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<()> {
         let ia = id_array(ids, "ids")?;
         let i = ia.as_slice()?;
-        with_store_cancellable(py, self, i.len() > CHUNK, move |s, cancel| {
+        with_store_watched(py, self, None, i.len() > CHUNK, move |s, cancel| {
             for c in i.chunks(CHUNK) {
                 cancel.check()?;
                 s.delete_many(c)?;

@@ -12,7 +12,7 @@ use simdex::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 use crate::arrays::{out, u64_array};
 use crate::errors::{invalid, to_py};
-use crate::runtime::detached;
+use crate::runtime::{LONG_CALL, detached_watched};
 use crate::texts::{Texts, hash_all, visible};
 
 /// IDF weights learned from a corpus (see the stubs).
@@ -55,7 +55,8 @@ pub fn hash_texts<'py>(
 ) -> PyResult<Hashed<'py>> {
     let h = hasher(shingle, idf)?;
     let t = Texts::from_py(texts)?;
-    let (f, e) = detached(py, threads, move || hash_all(&t, &h, html))?;
+    let long = t.len() > LONG_CALL;
+    let (f, e) = detached_watched(py, threads, long, move |c| hash_all(&t, &h, html, c))?;
     Ok((out(py, f), out(py, e)))
 }
 
@@ -73,8 +74,9 @@ pub fn doc_freqs<'py>(
 ) -> PyResult<DocFreqs<'py>> {
     let h = hasher(shingle, None)?;
     let t = Texts::from_py(texts)?;
-    let (f, c, n) = detached(py, threads, move || {
-        let counter = crate::texts::doc_freqs(&t, &h, html)?;
+    let long = t.len() > LONG_CALL;
+    let (f, c, n) = detached_watched(py, threads, long, move |cancel| {
+        let counter = crate::texts::doc_freqs(&t, &h, html, cancel)?;
         let n = counter.docs();
         let (f, c) = counter
             .into_sorted()
@@ -102,16 +104,18 @@ impl PyIdf {
     ) -> PyResult<PyIdf> {
         let h = hasher(shingle, None)?;
         let texts = Texts::from_py(texts)?;
-        let table = detached(py, threads, move || {
+        let long = texts.len() > LONG_CALL;
+        let table = detached_watched(py, threads, long, move |cancel| {
             let feats: Vec<Vec<u64>> = (0..texts.len())
                 .into_par_iter()
                 .map(|i| {
-                    h.features(&visible(texts.get(i), html))
+                    cancel.check()?;
+                    Ok(h.features(&visible(texts.get(i), html))
                         .into_iter()
                         .map(|(f, _)| f)
-                        .collect()
+                        .collect())
                 })
-                .collect();
+                .collect::<simdex::Result<_>>()?;
             Ok(IdfTable::build(shingle, feats.iter().map(|v| &v[..])))
         })?;
         Ok(PyIdf {

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3_arrow::input::AnyArray;
 
 use crate::errors::invalid;
+use crate::runtime::Cancel;
 use rayon::prelude::*;
 use simdex::simhash::{DfCounter, Simhasher, simhash_weighted};
 
@@ -154,21 +155,35 @@ impl Texts {
     }
 }
 
-pub fn hash_all(texts: &Texts, h: &Simhasher, html: bool) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
+pub fn hash_all(
+    texts: &Texts,
+    h: &Simhasher,
+    html: bool,
+    cancel: &Cancel,
+) -> simdex::Result<(Vec<u64>, Vec<bool>)> {
     let r: Vec<(u64, bool)> = (0..texts.len())
         .into_par_iter()
         .with_min_len(64)
-        .map(|i| hash_one(h, texts.get(i), html))
-        .collect();
+        .map(|i| {
+            cancel.check()?;
+            Ok(hash_one(h, texts.get(i), html))
+        })
+        .collect::<simdex::Result<_>>()?;
     Ok(r.into_iter().unzip())
 }
 
 /// Document frequencies of the texts' features (unweighted hasher `h`), on all cores.
-pub fn doc_freqs(texts: &Texts, h: &Simhasher, html: bool) -> simdex::Result<DfCounter> {
+pub fn doc_freqs(
+    texts: &Texts,
+    h: &Simhasher,
+    html: bool,
+    cancel: &Cancel,
+) -> simdex::Result<DfCounter> {
     (0..texts.len())
         .into_par_iter()
         .with_min_len(64)
         .try_fold(DfCounter::default, |mut c, i| {
+            cancel.check()?;
             let f: Vec<u64> = h
                 .features(&visible(texts.get(i), html))
                 .into_iter()

@@ -136,6 +136,21 @@ def test_ctrl_c_stops_a_long_insert_between_steps(tmp_path: Path) -> None:
     s.close()
 
 
+def test_ctrl_c_stops_hash_and_dedup_of_many_texts() -> None:
+    texts = [f"document number {i} with a few words of text in it, {i % 977}" for i in range(1_500_000)]
+    t0 = time.monotonic()
+    simdex.hash(texts)
+    whole = time.monotonic() - t0
+    for call in (simdex.hash, simdex.dedup):
+        t0 = time.monotonic()
+        _interrupt_after(0.1)
+        with pytest.raises(KeyboardInterrupt):
+            call(texts)
+        took = time.monotonic() - t0
+        # Before, the call ran to its end and the interrupt came after it.
+        assert took < 0.1 + whole / 2, (call, took, whole)
+
+
 # -- budgets and arguments --------------------------------------------------------------------
 
 
