@@ -308,7 +308,7 @@ impl DecodeTable {
 
     /// The first level: entries for the next [`PRIMARY_BITS`] stream bits (`len | sym << 8 |
     /// total << 16`), [`LONG`] where the code goes on, 0 where no code starts.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn primary(&self) -> &[u32; 1 << PRIMARY_BITS] {
         &self.primary
     }
@@ -316,7 +316,7 @@ impl DecodeTable {
     /// The share of stream positions (random bits, so each code weighs 2^-length, about its
     /// symbol's frequency) whose code the first level decodes and whose whole delta takes at
     /// most `bits` bits: how often a decoder that handles only those stays on its fast path.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn short_share(&self, bits: u32) -> f64 {
         let fast = self
             .primary

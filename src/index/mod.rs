@@ -11,8 +11,6 @@ pub mod batch;
 pub mod bucket;
 pub mod build;
 mod interleave;
-#[cfg(target_arch = "x86_64")]
-mod lanes;
 internal_mod!(manifest);
 pub(crate) mod probe;
 pub mod query;
@@ -312,7 +310,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             cold: Default::default(),
             cold_ticks: Default::default(),
             #[cfg(target_arch = "x86_64")]
-            lanes: Index::lanes_supported(&tables),
+            lanes: crate::table::lanes::supported(&tables),
             tables,
             counters: AtomicCounters::default(),
         })

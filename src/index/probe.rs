@@ -57,23 +57,7 @@ impl Prober {
     }
 }
 
-/// Work done by one or more queries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Work {
-    pub(crate) probes: u64,
-    pub(crate) blocks: u64,
-    pub(crate) keys: u64,
-    pub(crate) candidates: u64,
-}
-
-impl Work {
-    pub(crate) fn add(&mut self, w: &Work) {
-        self.probes += w.probes;
-        self.blocks += w.blocks;
-        self.keys += w.keys;
-        self.candidates += w.candidates;
-    }
-}
+pub(crate) use crate::table::scan::Work;
 
 /// Anything laid out like an index's tables (same design, same permutations): the tables
 /// themselves, or a store's in-memory delta. One probe loop serves both.

@@ -136,7 +136,7 @@ pub fn check_crc(block: &[u8], index: u64, offset: u64) -> Result<()> {
 /// Decode the delta at bit `pos` of `stream` (whose bits end at `end`) that follows key `prev`:
 /// the key and the bit position after it, or `None` if the bits are no valid delta (no code, a
 /// key that does not ascend, a delta past `end`). The one decoding rule, shared by
-/// [`BlockDecoder`] and the rare cases of the vectorized decoder (`index::lanes`).
+/// [`BlockDecoder`] and the rare cases of the vectorized decoder (`table::lanes`).
 #[inline(always)]
 pub(crate) fn decode_delta_at(
     stream: &[u8],

@@ -7,6 +7,8 @@ pub mod builder;
 internal_mod!(format);
 internal_mod!(block);
 mod directory;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod lanes;
 pub(crate) mod parallel;
 pub mod reader;
 pub(crate) mod scan;

@@ -89,9 +89,9 @@ impl<'a, D: AsRef<[u8]>> RangeScan<'a, D> {
 impl<D: AsRef<[u8]>> Table<D> {
     /// The coded stream of block `i` (in range): its bytes after the header, before the crc.
     /// The table's bytes go on at least 12 bytes past every block (the footer), so the stream
-    /// can be read 8 bytes at a time at any byte up to its end (see `index::lanes`).
+    /// can be read 8 bytes at a time at any byte up to its end (see `table::lanes`).
     #[inline]
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
         let b = self.block_bytes(i);
         &b[BLOCK_HEADER_LEN..b.len() - BLOCK_TRAILER_LEN]
@@ -102,7 +102,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     ///
     /// [`BlockDecoder`]: super::block::BlockDecoder
     #[cold]
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `index::lanes`
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn block_fault(&self, i: u64) -> Error {
         let mut dec = match self.block(i) {
             Ok(d) => d,
@@ -160,5 +160,24 @@ impl<D: AsRef<[u8]>> Table<D> {
                 Step::Done => return Ok(true),
             }
         }
+    }
+}
+
+/// Work done by one or more queries: probes made, blocks and keys decoded, keys within the
+/// distance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Work {
+    pub(crate) probes: u64,
+    pub(crate) blocks: u64,
+    pub(crate) keys: u64,
+    pub(crate) candidates: u64,
+}
+
+impl Work {
+    pub(crate) fn add(&mut self, w: &Work) {
+        self.probes += w.probes;
+        self.blocks += w.blocks;
+        self.keys += w.keys;
+        self.candidates += w.candidates;
     }
 }
