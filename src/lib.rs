@@ -27,9 +27,12 @@
 //! `format-spec/simhash.md`; and [`dedup`]: a corpus's fingerprints to candidate pairs (equal
 //! fingerprints and the index self-join), verified by exact Jaccard where asked, to clusters.
 //!
-//! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log, delta, generations) → [`design`] and
-//! [`permutation`] (fingerprint to key) → [`index`] (t tables and a manifest) → [`table`] (sorted keys to a file) → `table::block` (one
-//! block) → [`codec`] (Huffman and bits). Byte layouts are specified in `format-spec/`.
+//! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log,
+//! delta, generations) → [`design`] and [`permutation`] (fingerprint to key) → [`index`] (t
+//! tables and a manifest; a query's probes, as key ranges of tables) → [`table`] (sorted keys
+//! in a file, and every walk over its blocks: one cursor, the multi-probe scan, the AVX2
+//! lanes) → `table::block` (one block) → [`codec`] (Huffman and bits). Byte layouts are
+//! specified in `format-spec/`.
 //!
 //! ```
 //! use simdex::table::{self, Table, TableOptions};

@@ -256,8 +256,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 at += step;
             }
         }
-        self.judge_residency_for(b.len());
-        let cold = self.cold.load(std::sync::atomic::Ordering::Relaxed);
+        self.residency.judge_for(&self.tables, b.len());
+        let cold = self.residency.is_cold();
         let total_blocks: u64 = items.iter().map(|(_, r)| r.end - r.start).sum();
         let pb = &opts.progress;
         pb.stage("batch", Some(total_blocks))?;
@@ -265,15 +265,10 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             .par_iter()
             .map(|(i, range)| {
                 let (t, p) = (&self.tables[*i], &self.probers[*i]);
-                // Keys of the range's first block are >= the previous block's last key.
-                let from = match range.start {
-                    0 => 0,
-                    b => t.last_keys()[b as usize - 1],
-                };
+                let from = t.block_floor(range.start);
                 let mut joiner = Joiner::new(&lists[*i], p.prefix_bits, from);
                 let mut out = Vec::new();
                 let mut scanned = 0u64;
-                let mut block = range.start;
                 // F on disk is the paper's setting. The mapping is advised random-access (right
                 // for queries), so each page of a cold table would be one synchronous 4 KiB
                 // read; a scan that will touch a good share of the blocks instead keeps the
@@ -286,30 +281,25 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 // Decode only blocks that can hold a probed prefix: when the batch is small
                 // against the table (1M against 1B), most blocks hold none and are skipped
                 // through the last-key array, so the work follows the batch, not the table.
-                while block < range.end {
-                    let Some(next) = joiner.next_prefix() else {
-                        break;
-                    };
-                    if t.last_keys()[block as usize] < next {
-                        // Every key of this block is below `next`: jump to its block (later).
-                        block = t.find_block(next) as u64;
-                        if block >= range.end {
-                            break;
+                // The joiner is read between blocks and written at keys, never both at once.
+                let joiner = std::cell::RefCell::new(&mut joiner);
+                t.skip_scan(
+                    range.clone(),
+                    || joiner.borrow().next_prefix(),
+                    |block| {
+                        if read_ahead && block + window / 2 >= requested {
+                            let from = requested.max(block);
+                            requested = (from + window).min(range.end);
+                            t.will_need_blocks(from..requested);
                         }
-                    }
-                    if read_ahead && block + window / 2 >= requested {
-                        let from = requested.max(block);
-                        requested = (from + window).min(range.end);
-                        t.will_need_blocks(from..requested);
-                    }
-                    t.for_each_in_blocks(block..block + 1, |f| {
+                    },
+                    |f| {
                         scanned += 1;
-                        joiner.visit(f, |bp| {
+                        joiner.borrow_mut().visit(f, |bp| {
                             self.emit(*i, p, bp, f, k, &mut out);
                         });
-                    })?;
-                    block += 1;
-                }
+                    },
+                )?;
                 pb.advance(range.end - range.start)?;
                 Ok((out, scanned))
             })
@@ -429,7 +419,6 @@ pub fn self_join(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering::Relaxed;
 
     /// Reading ahead (a cold index, a dense scan) changes nothing but timing.
     #[test]
@@ -447,7 +436,7 @@ mod tests {
             .map(|i| crate::sample::flip_bits(fps[i * 97], (i % 4) as u32, &mut s))
             .collect();
         let warm = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
-        idx.cold.store(true, Relaxed);
+        idx.residency.set_cold(true);
         let cold = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
         assert_eq!(warm, cold);
         assert_eq!(warm.pairs.len(), 1000);

@@ -10,7 +10,8 @@
 pub mod batch;
 pub mod bucket;
 pub mod build;
-mod interleave;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod lanes_tests;
 internal_mod!(manifest);
 pub(crate) mod probe;
 pub mod query;
@@ -26,6 +27,7 @@ use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::progress::ProgressHandle;
 use crate::table::Table;
+use crate::table::multiscan::Residency;
 use manifest::{MANIFEST_NAME, Manifest};
 
 pub use batch::{BatchOptions, BatchResult, Pair, Shard, self_join};
@@ -96,15 +98,11 @@ pub struct Index<D = Mmap> {
     probers: Vec<Prober>,
     /// Probes one query makes (the flips of every table), fixed at open.
     probes_per_query: u64,
-    /// True while a sample of the tables' pages says they are mostly not in memory: queries
-    /// then ask the kernel for all their blocks before reading any (`crate::os`).
-    /// Judged at open and again by every large `near_many`.
-    cold: std::sync::atomic::AtomicBool,
-    /// Queries made while cold; every 256th judges residency again.
-    cold_ticks: std::sync::atomic::AtomicU64,
-    /// Whether queries decode four probes per vector register (`lanes`: AVX2 present, every
-    /// table h-delta coded and nearly all its deltas short), fixed at open.
-    #[cfg(target_arch = "x86_64")]
+    /// Whether the tables are mostly out of memory (queries then read ahead), judged at open,
+    /// by every large `near_many` and every 256th query while cold.
+    residency: Residency,
+    /// Whether queries decode four probes per vector register (`table::lanes`: AVX2 present,
+    /// every table h-delta coded and nearly all its deltas short), fixed at open.
     lanes: bool,
     counters: AtomicCounters,
 }
@@ -307,14 +305,12 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             manifest,
             probes_per_query: probers.iter().map(|p| p.flips.len() as u64).sum(),
             probers,
-            cold: Default::default(),
-            cold_ticks: Default::default(),
-            #[cfg(target_arch = "x86_64")]
-            lanes: crate::table::lanes::supported(&tables),
+            residency: Residency::default(),
+            lanes: crate::table::multiscan::lanes_supported(&tables),
             tables,
             counters: AtomicCounters::default(),
         })
-        .inspect(|idx: &Index<D>| idx.judge_residency())
+        .inspect(|idx: &Index<D>| idx.residency.judge(&idx.tables))
     }
 
     /// The index directory.

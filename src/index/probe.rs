@@ -1,10 +1,11 @@
 //! The vocabulary of a probe, shared by every query path (the plain loop in `query`, the
-//! interleaved scan, the AVX2 lanes and a store's delta): what a match is, how one table is
+//! multi-probe scan of `table::multiscan` and a store's delta): what a match is, how one table is
 //! probed, what a probe costs, and what can be probed.
 
 use crate::error::Result;
 use crate::permutation::Permutation;
 use crate::table::Table;
+use crate::table::multiscan::Probe;
 
 /// A stored fingerprint within the query distance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,7 +58,29 @@ impl Prober {
     }
 }
 
-pub(crate) use crate::table::scan::Work;
+pub(crate) use crate::table::cursor::Work;
+
+/// Call `f` on every probe of `fp` (each table's permutation, then each flip's range), in
+/// table order, until it returns false; whether it never did. The one loop every query path
+/// (the multi-probe scan, the plain probe loop and its prefetch) enumerates probes with.
+#[inline(always)]
+pub(crate) fn each_probe(probers: &[Prober], fp: u64, mut f: impl FnMut(Probe) -> bool) -> bool {
+    for (table, p) in probers.iter().enumerate() {
+        let query = p.permutation.apply(fp);
+        for &flip in &p.flips {
+            let (lo, hi) = p.range(query, flip);
+            if !f(Probe {
+                table,
+                query,
+                lo,
+                hi,
+            }) {
+                return false;
+            }
+        }
+    }
+    true
+}
 
 /// Anything laid out like an index's tables (same design, same permutations): the tables
 /// themselves, or a store's in-memory delta. One probe loop serves both.

@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::Index;
-use super::probe::{Match, ProbeSource, Work};
+use super::probe::{Match, ProbeSource, Work, each_probe};
 use crate::error::{Error, Result};
 use crate::table::Table;
+use crate::table::multiscan::{MAX_PROBES, MultiScan, Probe};
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
 /// queries cost. Read with [`Index::counters`].
@@ -98,27 +99,6 @@ impl NearMany {
 }
 
 impl<D: AsRef<[u8]> + Sync> Index<D> {
-    /// Judge residency again before a call of `queries` lookups if it is large enough (1024 or
-    /// more) for the page cache to have dropped the tables since the last judgement to matter.
-    pub(crate) fn judge_residency_for(&self, queries: usize) {
-        if queries >= 1024 {
-            self.judge_residency();
-        }
-    }
-
-    /// Sample the tables' pages and decide whether queries read ahead (`crate::os`):
-    /// when less than 90% of the sample is in memory.
-    pub(crate) fn judge_residency(&self) {
-        let n = self.tables.len().max(1) as f64;
-        let resident: f64 = self
-            .tables
-            .iter()
-            .map(|t| t.resident_fraction())
-            .sum::<f64>()
-            / n;
-        self.cold.store(resident < 0.9, Relaxed);
-    }
-
     pub(crate) fn check_k(&self, k: u32) -> Result<()> {
         if k > crate::design::MAX_K {
             return Err(Error::InvalidArgument(format!(
@@ -150,30 +130,35 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         work: &mut Work,
         mut f: impl FnMut(Match) -> bool,
     ) -> Result<bool> {
-        for (i, p) in self.probers.iter().enumerate() {
-            let q = p.permutation.apply(fp);
-            for &flip in &p.flips {
-                let (lo, hi) = p.range(q, flip);
-                work.probes += 1;
-                let mut candidates = 0;
-                let go_on = src.visit(i, lo, hi, work, |key| {
-                    let d = (key ^ q).count_ones();
-                    if d > k {
-                        return true;
-                    }
-                    candidates += 1;
-                    f(Match {
-                        distance: d,
-                        fingerprint: p.inverse.apply(key),
-                    })
-                })?;
-                work.candidates += candidates;
-                if !go_on {
-                    return Ok(false);
+        let mut failed = None;
+        let done = each_probe(&self.probers, fp, |probe| {
+            work.probes += 1;
+            let inverse = &self.probers[probe.table].inverse;
+            let mut candidates = 0;
+            let go_on = src.visit(probe.table, probe.lo, probe.hi, work, |key| {
+                let d = (key ^ probe.query).count_ones();
+                if d > k {
+                    return true;
+                }
+                candidates += 1;
+                f(Match {
+                    distance: d,
+                    fingerprint: inverse.apply(key),
+                })
+            });
+            work.candidates += candidates;
+            match go_on {
+                Ok(go_on) => go_on,
+                Err(e) => {
+                    failed = Some(e);
+                    false
                 }
             }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(done),
         }
-        Ok(true)
     }
 
     /// Matches into `out` (cleared first), sorted and de-duplicated; the work done.
@@ -202,7 +187,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
         let mut work = Work::default();
-        if self.probes_per_query > super::interleave::MAX_INTERLEAVED as u64 {
+        if self.probes_per_query > MAX_PROBES as u64 {
             // Designs with a probe radius make hundreds of probes: prefetch them all (each
             // search's directory entry, then its last keys, then its block), then decode one
             // after another.
@@ -211,19 +196,34 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 Table::prefetch_slice,
                 Table::prefetch,
             ] {
-                for (t, p) in self.tables.iter().zip(&self.probers) {
-                    let q = p.permutation.apply(fp);
-                    for &flip in &p.flips {
-                        stage(t, p.range(q, flip).0);
-                    }
-                }
+                each_probe(&self.probers, fp, |p| {
+                    stage(&self.tables[p.table], p.lo);
+                    true
+                });
             }
             self.probe(&self.tables[..], fp, k, &mut work, |m| {
                 out.push(m);
                 true
             })?;
         } else {
-            self.interleaved(fp, k, &mut work, |m| out.push(m))?;
+            let mut probes = [Probe::default(); MAX_PROBES];
+            let mut n = 0;
+            each_probe(&self.probers, fp, |p| {
+                probes[n] = p;
+                n += 1;
+                true
+            });
+            let scan = MultiScan {
+                tables: &self.tables,
+                residency: &self.residency,
+                lanes: self.lanes,
+            };
+            scan.run(&probes[..n], k, &mut work, |t, key, d| {
+                out.push(Match {
+                    distance: d,
+                    fingerprint: self.probers[t].inverse.apply(key),
+                })
+            })?;
         }
         out.sort_unstable();
         out.dedup();
@@ -299,7 +299,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// returned as one flat array in input order.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
         self.check_k(k)?;
-        self.judge_residency_for(fps.len());
+        self.residency.judge_for(&self.tables, fps.len());
         // Chunks of queries per task: each task fills one flat buffer, so there is one
         // allocation per chunk rather than per query, and one counter update per chunk.
         const CHUNK: usize = 256;
@@ -394,11 +394,11 @@ mod tests {
         let idx = Index::open(&path).unwrap();
         let queries: Vec<u64> = fps[..300].iter().map(|f| f ^ 0b1011).collect();
         let warm: Vec<Vec<Match>> = queries.iter().map(|&q| idx.near(q, 3).unwrap()).collect();
-        idx.cold.store(true, Relaxed);
+        idx.residency.set_cold(true);
         let cold: Vec<Vec<Match>> = queries.iter().map(|&q| idx.near(q, 3).unwrap()).collect();
         assert_eq!(warm, cold);
         assert!(warm.iter().all(|m| m.len() == 1 && m[0].distance == 3));
         // The files were just written and read: resident, so the 256th cold query re-judges.
-        assert!(!idx.cold.load(Relaxed));
+        assert!(!idx.residency.is_cold());
     }
 }

@@ -23,7 +23,8 @@ use std::arch::x86_64::*;
 
 use super::Table;
 use super::block::decode_delta_at;
-use super::scan::Work;
+use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
+use super::cursor::Work;
 use crate::codec::Codec;
 use crate::error::{Error, Result};
 
@@ -388,6 +389,44 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 return Ok(());
             }
             key = self.load_block(g, i, b + 1, work)?;
+        }
+    }
+}
+
+/// What the lanes read of a table beyond its public face.
+impl<D: AsRef<[u8]>> Table<D> {
+    /// The coded stream of block `i` (in range): its bytes after the header, before the crc.
+    /// The table's bytes go on at least 12 bytes past every block (the footer), so the stream
+    /// can be read 8 bytes at a time at any byte up to its end (see [`Lanes`]).
+    #[inline]
+    pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
+        let b = self.block_bytes(i);
+        &b[BLOCK_HEADER_LEN..b.len() - BLOCK_TRAILER_LEN]
+    }
+
+    /// The corruption that stops the decode of block `i`, named as [`BlockDecoder`] names it,
+    /// for a faster decoder that met it first.
+    ///
+    /// [`BlockDecoder`]: super::block::BlockDecoder
+    #[cold]
+    pub(crate) fn block_fault(&self, i: u64) -> Error {
+        let mut dec = match self.block(i) {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        loop {
+            match dec.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return self.attach(Error::corrupt(
+                        format!("block {i}"),
+                        self.block_offset(i),
+                        "the same keys from every decoder",
+                        "a delta only the vectorized decoder rejected",
+                    ));
+                }
+                Err(e) => return self.attach(e),
+            }
         }
     }
 }

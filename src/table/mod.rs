@@ -1,25 +1,30 @@
 //! One sorted permuted table on disk: header, blocks, footer (last keys), trailer.
 //!
-//! [`builder`] writes tables, [`reader`] reads them; `format` holds the fixed-size structures
-//! both share. The byte layout is specified in `format-spec/table.md`.
+//! [`builder`] writes tables, [`reader`] opens them; `format` holds the fixed-size structures
+//! both share. Every walk over a table's blocks lives here too: `cursor` (one range, a key per
+//! step: the [`Range`] iterator, a probe, batch mode's skip-scan), `multiscan` (a query's
+//! probes over a set of tables, decoded together) and `lanes` (the same, four probes per AVX2
+//! register). Callers hand over key ranges and get keys back; none reads a block. The byte layout is specified in `format-spec/table.md`.
 
 pub mod builder;
 internal_mod!(format);
 internal_mod!(block);
+pub(crate) mod cursor;
 mod directory;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes;
+pub(crate) mod multiscan;
 pub(crate) mod parallel;
 pub mod reader;
-pub(crate) mod scan;
 mod verify;
 
 pub use builder::{
     DEFAULT_BLOCK_SIZE, Histogram, TableOptions, TableSummary, TableWriter, build_bytes,
     build_file, build_to,
 };
+pub use cursor::Range;
 pub use format::check_block_size;
-pub use reader::{Range, Table, TableStats, VerifyReport};
+pub use reader::{Table, TableStats, VerifyReport};
 
 /// The information bound for `n` distinct 64-bit keys: log2 C(2^64, n) / n bits per key, the
 /// fewest bits per key that any encoding of an arbitrary n-key set can average.

@@ -5,7 +5,6 @@
 //! the one block a lookup decodes. Blocks are checked (crc32) and decoded only when a query
 //! reaches them; [`Table::verify`] is the separate full pass.
 
-use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -332,6 +331,12 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.last_keys[i as usize] < hi && i + 1 < self.block_count()
     }
 
+    /// The last key of block `i` (in range), from the in-memory array.
+    #[inline]
+    pub(crate) fn last_key(&self, i: u64) -> u64 {
+        self.last_keys[i as usize]
+    }
+
     /// The decode table of the table's Huffman code.
     pub(crate) fn decode_table(&self) -> &DecodeTable {
         &self.decode
@@ -389,149 +394,18 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.scan_range(lo, hi, &mut blocks, &mut keys, f)
     }
 
-    /// The keys in `range`, ascending. Decodes only the blocks that can hold them.
-    pub fn range(&self, range: impl RangeBounds<u64>) -> Range<'_, D> {
-        let lo = match range.start_bound() {
-            Bound::Included(&x) => Some(x),
-            Bound::Excluded(&x) => x.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match range.end_bound() {
-            Bound::Included(&x) => Some(x),
-            Bound::Excluded(&x) => x.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => self.range_inclusive(lo, hi),
-            _ => Range::empty(self),
-        }
-    }
-
-    /// The keys whose top `bits` bits equal those of `key` (`bits` in 0..=64), ascending.
-    pub fn prefix(&self, key: u64, bits: u32) -> Range<'_, D> {
-        assert!(bits <= 64, "prefix length {bits} > 64");
-        let low_mask = u64::MAX.checked_shr(bits).unwrap_or(0);
-        self.range_inclusive(key & !low_mask, key | low_mask)
-    }
-
-    /// Every key, ascending.
-    pub fn iter(&self) -> Range<'_, D> {
-        self.range_inclusive(0, u64::MAX)
-    }
-
-    fn range_inclusive(&self, lo: u64, hi: u64) -> Range<'_, D> {
-        let block = self.find_block(lo) as u64;
-        Range {
-            table: self,
-            lo,
-            hi,
-            next_block: block,
-            current: None,
-            done: block >= self.block_count(),
-        }
-    }
-
     /// Call `f` on every key of blocks `blocks` (a sub-range of `0..block_count()`), in order:
     /// a sequential scan, as batch mode streams a stored table past an in-memory one.
     pub fn for_each_in_blocks(
         &self,
         blocks: std::ops::Range<u64>,
-        mut f: impl FnMut(u64),
+        f: impl FnMut(u64),
     ) -> Result<()> {
         assert!(
             blocks.end <= self.block_count(),
             "block range out of bounds"
         );
-        for i in blocks {
-            let mut d = self.block(i)?;
-            while let Some(k) = d.next_key() {
-                f(k);
-            }
-            if let Some(e) = d.fault() {
-                return Err(self.attach(e));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Iterator over the keys of a range; see [`Table::range`].
-///
-/// Yields `Err` once if a block turns out to be corrupt, then ends.
-#[derive(Debug)]
-pub struct Range<'t, D> {
-    table: &'t Table<D>,
-    lo: u64,
-    hi: u64,
-    next_block: u64,
-    current: Option<(u64, BlockDecoder<'t>)>,
-    done: bool,
-}
-
-impl<'t, D: AsRef<[u8]>> Range<'t, D> {
-    fn empty(table: &'t Table<D>) -> Range<'t, D> {
-        Range {
-            table,
-            lo: 1,
-            hi: 0,
-            next_block: 0,
-            current: None,
-            done: true,
-        }
-    }
-
-    fn fail(&mut self, e: Error) -> Option<Result<u64>> {
-        self.done = true;
-        Some(Err(e))
-    }
-}
-
-impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
-    type Item = Result<u64>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Result<u64>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            let Some((i, dec)) = &mut self.current else {
-                if self.next_block >= self.table.block_count() {
-                    self.done = true;
-                    return None;
-                }
-                let i = self.next_block;
-                self.next_block += 1;
-                match self.table.block(i) {
-                    Ok(d) => self.current = Some((i, d)),
-                    Err(e) => return self.fail(e),
-                }
-                continue;
-            };
-            match dec.next_key() {
-                Some(k) => {
-                    if k > self.hi {
-                        self.done = true;
-                        return None;
-                    }
-                    if k >= self.lo {
-                        return Some(Ok(k));
-                    }
-                }
-                None => {
-                    if let Some(e) = dec.fault() {
-                        let e = self.table.attach(e);
-                        return self.fail(e);
-                    }
-                    let i = *i;
-                    self.current = None;
-                    // The footer says the block ends at last_keys[i]; if that is past `hi`, we are done.
-                    if self.table.last_keys[i as usize] >= self.hi {
-                        self.done = true;
-                    }
-                }
-            }
-        }
+        self.skip_scan(blocks, || Some(0), |_| {}, f)
     }
 }
 

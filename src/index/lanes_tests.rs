@@ -1,0 +1,176 @@
+//! The AVX2 lanes against the scalar loop and brute force, through whole indexes (they live
+//! here: they switch an index's `lanes` flag).
+
+use crate::index::{self, BuildOptions, DesignChoice};
+use crate::sample::{flip_bits, random, splitmix64};
+use crate::table::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
+use crate::table::format::HEADER_LEN;
+use crate::{Index, Match};
+
+fn brute(keys: &[u64], q: u64, k: u32) -> Vec<Match> {
+    let mut v: Vec<Match> = keys
+        .iter()
+        .filter_map(|&x| {
+            let d = (x ^ q).count_ones();
+            (d <= k).then_some(Match {
+                distance: d,
+                fingerprint: x,
+            })
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Key sets that push every rare case through the lanes: long deltas between clusters
+/// (the scalar rule), ranges over many blocks, one-key steps, the ends of the key space.
+fn sets() -> Vec<(&'static str, Vec<u64>)> {
+    let mut s = 3;
+    let clustered: Vec<u64> = (0..60)
+        .flat_map(|_| {
+            let base = splitmix64(&mut s) & !0xFFFF_FFFF;
+            let mut t = base;
+            (0..300).map(move |j| {
+                t = t.wrapping_add(j * 7919 + 1);
+                t
+            })
+        })
+        .collect();
+    // 20k keys differing only in their low 20 bits: every permutation's prefix ranges
+    // hold many keys, so scans cross many blocks.
+    let narrow: Vec<u64> = random(20_000, 5)
+        .into_iter()
+        .map(|x| 0x5555_0000_0000_0000 ^ (x & 0xF_FFFF))
+        .collect();
+    let mut ends: Vec<u64> = (0..64).map(|i| 1u64 << i).collect();
+    ends.extend((0..2000).map(|i| u64::MAX - i * 3));
+    ends.extend(0..2000);
+    vec![
+        ("random", random(40_000, 1)),
+        ("clustered", clustered),
+        ("narrow", narrow),
+        ("ends", ends),
+    ]
+}
+
+/// Whether this CPU can run the lanes (a test of them passes vacuously where not, and says so).
+fn lanes_can_run() -> bool {
+    let yes = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt");
+    if !yes {
+        eprintln!("no AVX2 here: the lanes cannot run");
+    }
+    yes
+}
+
+fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index {
+    let opts = BuildOptions::default()
+        .with_design(DesignChoice::Named(design.to_string()))
+        .with_block_size(Some(block));
+    index::build(dir, keys.iter().map(|&x| Ok(x)), &opts).unwrap();
+    Index::open(dir).unwrap()
+}
+
+#[test]
+fn lanes_answer_as_the_scalar_loop_and_brute_force() {
+    if !lanes_can_run() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, keys) in sets() {
+        let mut keys = keys;
+        keys.sort_unstable();
+        keys.dedup();
+        for (design, block) in [("10", 128), ("4", 256), ("16", 1024)] {
+            let dir = tmp.path().join(format!("{name}-{design}-{block}"));
+            let mut idx = build(&dir, &keys, design, block);
+            let mut s = 11;
+            let mut queries: Vec<u64> = keys.iter().step_by(97).copied().collect();
+            for &f in keys.iter().step_by(211) {
+                for d in 1..=4 {
+                    queries.push(flip_bits(f, d, &mut s));
+                }
+            }
+            queries.extend(random(200, 9));
+            queries.extend([0, u64::MAX]);
+            for k in [0, 1, 3] {
+                let before = idx.counters();
+                idx.lanes = false;
+                let scalar: Vec<_> = queries.iter().map(|&q| idx.near(q, k).unwrap()).collect();
+                let mid = idx.counters();
+                idx.lanes = true;
+                for (q, want) in queries.iter().zip(&scalar) {
+                    assert_eq!(&idx.near(*q, k).unwrap(), want, "{name} {design} {q:#x}");
+                    assert_eq!(want, &brute(&keys, *q, k), "{name} {design} {q:#x}");
+                }
+                let after = idx.counters();
+                // The same decode work: every block and key the scalar loop decodes.
+                assert_eq!(
+                    after.blocks_decoded - mid.blocks_decoded,
+                    mid.blocks_decoded - before.blocks_decoded
+                );
+                assert_eq!(
+                    after.keys_decoded - mid.keys_decoded,
+                    mid.keys_decoded - before.keys_decoded
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_lanes_serve_large_indexes_and_leave_small_ones_to_the_scalar_loop() {
+    if !lanes_can_run() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // 1M keys per table: 98% of deltas short. 20k: gaps of ~2^50, long suffixes, 93%.
+    for (n, lanes) in [(1_000_000, true), (20_000, false)] {
+        let dir = tmp.path().join(n.to_string());
+        let idx = build(&dir, &random(n, 4), "4", 256);
+        assert_eq!(idx.lanes, lanes, "{n} keys");
+    }
+}
+
+#[test]
+fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
+    if !lanes_can_run() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = random(30_000, 2);
+    let dir = tmp.path().join("idx");
+    let blocks = build(&dir, &keys, "4", 256).tables[0].block_count();
+    let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
+    let mut tables: Vec<Vec<u8>> = (0..4)
+        .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
+        .collect();
+    // Zero the streams of every 7th block of table 0 and seal them with a fresh crc: bytes
+    // that pass the crc, so only the decoders' own checks stand between them and a query.
+    let crc_at = 256 - BLOCK_TRAILER_LEN;
+    for b in (0..blocks).step_by(7) {
+        let off = HEADER_LEN + b as usize * 256;
+        let block = &mut tables[0][off..off + 256];
+        block[BLOCK_HEADER_LEN..crc_at].fill(0);
+        let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
+        block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+    }
+    let mut idx = Index::from_parts(&manifest, tables).unwrap();
+    let (mut faults, mut same) = (0, 0);
+    for &q in keys.iter().step_by(3) {
+        idx.lanes = false;
+        let scalar = format!("{:?}", idx.near(q, 3));
+        idx.lanes = true;
+        let lanes = format!("{:?}", idx.near(q, 3));
+        assert_eq!(lanes, scalar, "query {q:#x}");
+        if scalar.starts_with("Err(Corrupt") {
+            faults += 1;
+        } else {
+            same += 1;
+        }
+    }
+    assert!(
+        faults > 100 && same > 100,
+        "{faults} faults, {same} answers"
+    );
+}

@@ -1,0 +1,330 @@
+//! The one walk over a table's blocks: a cursor over a range of keys, one key per step.
+//!
+//! Every scalar reader of keys is this cursor: a query's probes decoded round-robin
+//! (`table::multiscan`, so that their serial decode chains — load the stream word, look up the
+//! code, shift — overlap in the CPU), a probe run to the end in one go ([`Table::scan_range`]),
+//! the public [`Range`] iterator and batch mode's skip-scan ([`Table::skip_scan`]). Whether a
+//! range goes on into the next block is decided in one place, [`Table::range_continues`],
+//! which the vectorized decoder (`table::lanes`) follows too.
+
+use std::ops::{Bound, RangeBounds};
+
+use super::block::BlockDecoder;
+use super::reader::Table;
+use crate::error::Result;
+
+/// One step of a [`Cursor`]: small enough to return in registers (errors are fetched
+/// separately, off the hot path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A key inside the range.
+    Key(u64),
+    /// A key below the range (the part of the first block before it).
+    Below,
+    /// The block ended inside the range: call [`Cursor::advance`] or [`Cursor::seek`].
+    BlockEnd,
+    /// The range is exhausted.
+    Done,
+}
+
+/// The keys of one table in `lo..=hi`, ascending, decoded a key per [`step`](Self::step).
+#[derive(Debug)]
+pub(crate) struct Cursor<'a, D> {
+    table: &'a Table<D>,
+    lo: u64,
+    hi: u64,
+    block: u64,
+    dec: BlockDecoder<'a>,
+}
+
+impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
+    /// Start at block `block` (from [`Table::find_block`] of `lo`, or a later block, in
+    /// range), counting it in `blocks`. Opening checks the block's crc (once per reader) and
+    /// reads its count and first key: prefetch it first.
+    #[inline(always)]
+    pub(crate) fn open(
+        table: &'a Table<D>,
+        block: u64,
+        lo: u64,
+        hi: u64,
+        blocks: &mut u64,
+    ) -> Result<Cursor<'a, D>> {
+        *blocks += 1;
+        Ok(Cursor {
+            table,
+            hi,
+            lo,
+            block,
+            dec: table.block(block)?,
+        })
+    }
+
+    /// Decode one key (counted in `keys`).
+    #[inline(always)]
+    pub(crate) fn step(&mut self, keys: &mut u64) -> Step {
+        match self.dec.next_key() {
+            Some(k) => {
+                *keys += 1;
+                if k > self.hi {
+                    Step::Done
+                } else if k >= self.lo {
+                    Step::Key(k)
+                } else {
+                    Step::Below
+                }
+            }
+            None => Step::BlockEnd,
+        }
+    }
+
+    /// After [`Step::BlockEnd`]: the block's corruption if it stopped early, else open the
+    /// next block (counted in `blocks`) if the range goes on there. Whether it does.
+    #[inline(never)]
+    pub(crate) fn advance(&mut self, blocks: &mut u64) -> Result<bool> {
+        self.seek(self.lo, blocks)
+    }
+
+    /// [`advance`](Self::advance), skipping the blocks whose keys are all below `key`: the
+    /// cursor goes on at the first block that can hold a key `>= key`. Whether the range goes
+    /// on (false also when `key` is past it). Keys below `key` in that block still step as
+    /// usual.
+    pub(crate) fn seek(&mut self, key: u64, blocks: &mut u64) -> Result<bool> {
+        if let Some(e) = self.dec.fault() {
+            return Err(self.table.attach(e));
+        }
+        if key > self.hi || !self.table.range_continues(self.block, self.hi) {
+            return Ok(false);
+        }
+        let mut next = self.block + 1;
+        if self.table.last_key(next) < key {
+            next = self.table.find_block(key) as u64;
+            if next >= self.table.block_count() {
+                return Ok(false);
+            }
+        }
+        self.block = next;
+        *blocks += 1;
+        self.dec = self.table.block(next)?;
+        Ok(true)
+    }
+
+    /// The block being decoded.
+    pub(crate) fn block(&self) -> u64 {
+        self.block
+    }
+}
+
+impl<D: AsRef<[u8]>> Table<D> {
+    /// Call `f` on every key in `lo..=hi`, ascending, until it returns false; whether the scan
+    /// ran to the end. Adds the blocks and keys decoded to the counters. Always inlined, so that
+    /// the caller's `f` is compiled with the caller's target features (see `Index::near_work`).
+    #[inline(always)]
+    pub(crate) fn scan_range(
+        &self,
+        lo: u64,
+        hi: u64,
+        blocks: &mut u64,
+        keys: &mut u64,
+        mut f: impl FnMut(u64) -> bool,
+    ) -> Result<bool> {
+        if lo > hi {
+            return Ok(true);
+        }
+        let i = self.find_block(lo) as u64;
+        if i >= self.block_count() {
+            return Ok(true);
+        }
+        let mut cursor = Cursor::open(self, i, lo, hi, blocks)?;
+        loop {
+            match cursor.step(keys) {
+                Step::Key(k) => {
+                    if !f(k) {
+                        return Ok(false);
+                    }
+                }
+                Step::Below => {}
+                Step::BlockEnd => {
+                    if !cursor.advance(blocks)? {
+                        return Ok(true);
+                    }
+                }
+                Step::Done => return Ok(true),
+            }
+        }
+    }
+
+    /// Call `f` on the keys of blocks `blocks` (in range) that a caller wants: at each block,
+    /// `next()` names the smallest key still wanted, and the blocks whose keys are all below it
+    /// are skipped (`None`: nothing more is wanted). Each block decoded is counted in `blocks`
+    /// and handed to `decoding` before it is read (for read-ahead). Batch mode's scan: when the
+    /// batch is small against the table, most blocks hold no key it probes, so the work
+    /// follows the batch, not the table.
+    pub(crate) fn skip_scan(
+        &self,
+        range: std::ops::Range<u64>,
+        mut next: impl FnMut() -> Option<u64>,
+        mut decoding: impl FnMut(u64),
+        mut f: impl FnMut(u64),
+    ) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let lo = self.block_floor(range.start);
+        let hi = self.last_key(range.end - 1);
+        let Some(want) = next() else { return Ok(()) };
+        let first = range.start.max(self.find_block(want.max(lo)) as u64);
+        if first >= range.end {
+            return Ok(());
+        }
+        decoding(first);
+        let mut cursor = Cursor::open(self, first, lo, hi, &mut 0)?;
+        loop {
+            match cursor.step(&mut 0) {
+                Step::Key(k) => f(k),
+                Step::Below => {}
+                Step::BlockEnd => {
+                    let Some(want) = next() else { return Ok(()) };
+                    if !cursor.seek(want, &mut 0)? {
+                        return Ok(());
+                    }
+                    decoding(cursor.block());
+                }
+                Step::Done => return Ok(()),
+            }
+        }
+    }
+
+    /// The smallest key block `i` (in range) can hold: keys are distinct and ascending, so
+    /// one above the previous block's last key.
+    pub(crate) fn block_floor(&self, i: u64) -> u64 {
+        match i {
+            0 => 0,
+            i => self.last_key(i - 1) + 1,
+        }
+    }
+
+    /// The keys in `range`, ascending. Decodes only the blocks that can hold them.
+    pub fn range(&self, range: impl RangeBounds<u64>) -> Range<'_, D> {
+        let lo = match range.start_bound() {
+            Bound::Included(&x) => Some(x),
+            Bound::Excluded(&x) => x.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let hi = match range.end_bound() {
+            Bound::Included(&x) => Some(x),
+            Bound::Excluded(&x) => x.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if lo <= hi => self.range_inclusive(lo, hi),
+            _ => Range {
+                table: self,
+                lo: 1,
+                hi: 0,
+                state: State::Done,
+            },
+        }
+    }
+
+    /// The keys whose top `bits` bits equal those of `key` (`bits` in 0..=64), ascending.
+    pub fn prefix(&self, key: u64, bits: u32) -> Range<'_, D> {
+        assert!(bits <= 64, "prefix length {bits} > 64");
+        let low_mask = u64::MAX.checked_shr(bits).unwrap_or(0);
+        self.range_inclusive(key & !low_mask, key | low_mask)
+    }
+
+    /// Every key, ascending.
+    pub fn iter(&self) -> Range<'_, D> {
+        self.range_inclusive(0, u64::MAX)
+    }
+
+    fn range_inclusive(&self, lo: u64, hi: u64) -> Range<'_, D> {
+        Range {
+            table: self,
+            lo,
+            hi,
+            state: State::Start(self.find_block(lo) as u64),
+        }
+    }
+}
+
+/// Iterator over the keys of a range; see [`Table::range`].
+///
+/// Yields `Err` once if a block turns out to be corrupt, then ends.
+#[derive(Debug)]
+pub struct Range<'t, D> {
+    table: &'t Table<D>,
+    lo: u64,
+    hi: u64,
+    state: State<'t, D>,
+}
+
+/// Where a [`Range`] is: its first block not yet opened (a range that is never read checks
+/// no crc), a cursor, or the end.
+#[derive(Debug)]
+enum State<'t, D> {
+    Start(u64),
+    Open(Cursor<'t, D>),
+    Done,
+}
+
+impl<D: AsRef<[u8]>> Iterator for Range<'_, D> {
+    type Item = Result<u64>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Result<u64>> {
+        loop {
+            let cursor = match &mut self.state {
+                State::Done => return None,
+                State::Open(c) => c,
+                State::Start(b) => {
+                    let b = *b;
+                    if b >= self.table.block_count() {
+                        self.state = State::Done;
+                        return None;
+                    }
+                    match Cursor::open(self.table, b, self.lo, self.hi, &mut 0) {
+                        Ok(c) => self.state = State::Open(c),
+                        Err(e) => {
+                            self.state = State::Done;
+                            return Some(Err(e));
+                        }
+                    }
+                    continue;
+                }
+            };
+            match cursor.step(&mut 0) {
+                Step::Key(k) => return Some(Ok(k)),
+                Step::Below => {}
+                Step::BlockEnd => match cursor.advance(&mut 0) {
+                    Ok(true) => {}
+                    Ok(false) => self.state = State::Done,
+                    Err(e) => {
+                        self.state = State::Done;
+                        return Some(Err(e));
+                    }
+                },
+                Step::Done => self.state = State::Done,
+            }
+        }
+    }
+}
+
+/// Work done by one or more queries: probes made, blocks and keys decoded, keys within the
+/// distance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Work {
+    pub(crate) probes: u64,
+    pub(crate) blocks: u64,
+    pub(crate) keys: u64,
+    pub(crate) candidates: u64,
+}
+
+impl Work {
+    pub(crate) fn add(&mut self, w: &Work) {
+        self.probes += w.probes;
+        self.blocks += w.blocks;
+        self.keys += w.keys;
+        self.candidates += w.candidates;
+    }
+}

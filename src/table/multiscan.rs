@@ -1,0 +1,183 @@
+//! Many probes over a set of tables (an index's), decoded together: the hot loop of queries.
+//!
+//! A caller hands over a query's probes — each a range of one table's keys and the permuted
+//! query its keys are compared with — and gets back every key within the distance, as
+//! (probe's table, key, distance). Everything about blocks is decided here: every probe's
+//! search is prefetched in rounds — the directory entries of all probes, then their last
+//! keys, then (each block located) their blocks' first cache lines, `madvise`d too while the
+//! tables are out of memory ([`Residency`], `crate::os`) — and then every block is opened and
+//! one key of each open probe is decoded in turn. Probes are independent, so their cache
+//! misses overlap and so do their serial decode chains (each key needs the one before it).
+//! Prefetching the next query's directory entries during this one, and decoding the probes
+//! of several queries together (for designs of few tables), were measured and gained nothing
+//! (BENCHMARKS.md). Where the CPU has AVX2 and the tables suit it, the decoding after the
+//! rounds runs four probes per vector register instead (`table::lanes`).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use super::Table;
+use super::cursor::Work;
+use super::cursor::{Cursor, Step};
+use crate::error::Result;
+
+/// Most probes decoded together (every design without a probe radius fits one query's).
+pub(crate) const MAX_PROBES: usize = 64;
+
+/// One probe: the keys of table `table` in `lo..=hi`, compared with the permuted query `query`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Probe {
+    pub(crate) table: usize,
+    pub(crate) query: u64,
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+}
+
+/// Whether a set of tables is mostly out of memory, judged from a sample of their pages
+/// (`crate::os`). While it is, scans ask the kernel for all their blocks before reading any.
+#[derive(Debug, Default)]
+pub(crate) struct Residency {
+    cold: AtomicBool,
+    /// Queries made while cold; every 256th judges residency again.
+    ticks: AtomicU64,
+}
+
+impl Residency {
+    /// Sample the tables' pages: cold when less than 90% of the sample is in memory.
+    pub(crate) fn judge<D: AsRef<[u8]>>(&self, tables: &[Table<D>]) {
+        let n = tables.len().max(1) as f64;
+        let resident: f64 = tables.iter().map(|t| t.resident_fraction()).sum::<f64>() / n;
+        self.cold.store(resident < 0.9, Relaxed);
+    }
+
+    /// Judge again before a call of `queries` lookups if it is large enough (1024 or more) for
+    /// the page cache to have dropped the tables since the last judgement to matter.
+    pub(crate) fn judge_for<D: AsRef<[u8]>>(&self, tables: &[Table<D>], queries: usize) {
+        if queries >= 1024 {
+            self.judge(tables);
+        }
+    }
+
+    /// Whether the tables were out of memory at the last judgement.
+    #[inline]
+    pub(crate) fn is_cold(&self) -> bool {
+        self.cold.load(Relaxed)
+    }
+
+    /// Mark the tables cold (tests of the read-ahead paths).
+    #[cfg(test)]
+    pub(crate) fn set_cold(&self, cold: bool) {
+        self.cold.store(cold, Relaxed);
+    }
+
+    /// Whether a query should read ahead; every 256th query while cold judges again, since
+    /// reading ahead costs a system call per probe and should stop once the tables are in.
+    #[inline]
+    fn query_reads_ahead<D: AsRef<[u8]>>(&self, tables: &[Table<D>]) -> bool {
+        let cold = self.is_cold();
+        if cold && self.ticks.fetch_add(1, Relaxed) % 256 == 255 {
+            self.judge(tables);
+        }
+        cold
+    }
+}
+
+/// A set of tables scanned many probes at a time.
+pub(crate) struct MultiScan<'a, D> {
+    pub(crate) tables: &'a [Table<D>],
+    pub(crate) residency: &'a Residency,
+    /// Decode with `table::lanes` (set only where [`lanes_supported`] said so).
+    pub(crate) lanes: bool,
+}
+
+/// Whether scans of `tables` may decode with the AVX2 lanes: the CPU has them and the tables'
+/// codes suit them.
+pub(crate) fn lanes_supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return super::lanes::supported(tables);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = tables;
+        false
+    }
+}
+
+impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
+    /// Every key within `k` of its probe's query, over `probes` (at most [`MAX_PROBES`]), as
+    /// `emit(table, key, distance)`; repeats across tables are the caller's to remove.
+    #[inline(always)]
+    pub(crate) fn run(
+        &self,
+        probes: &[Probe],
+        k: u32,
+        work: &mut Work,
+        mut emit: impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        debug_assert!(probes.len() <= MAX_PROBES);
+        let tables = self.tables;
+        let cold = self.residency.query_reads_ahead(tables);
+        for p in probes {
+            work.probes += 1;
+            tables[p.table].prefetch_directory(p.lo);
+        }
+        for p in probes {
+            tables[p.table].prefetch_slice(p.lo);
+        }
+        // Each probe with its first block; the probes past their table's last block dropped.
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_PROBES];
+        let mut planned = 0;
+        for p in probes {
+            let table = &tables[p.table];
+            let b = table.find_block(p.lo) as u64;
+            if b < table.block_count() {
+                let blocks = table.range_blocks(b, p.hi);
+                if cold {
+                    table.will_need_blocks(blocks.clone());
+                }
+                for i in blocks {
+                    table.prefetch_block(i);
+                }
+                plan[planned] = (p.table, p.query, p.lo, p.hi, b);
+                planned += 1;
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes {
+            let lanes = super::lanes::Lanes { tables };
+            // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
+            return unsafe { lanes.run(&plan[..planned], k, work, &mut emit) };
+        }
+        let mut live = Vec::with_capacity(planned);
+        for &(t, q, lo, hi, b) in &plan[..planned] {
+            let cursor = Cursor::open(&tables[t], b, lo, hi, &mut work.blocks)?;
+            live.push((cursor, q, t));
+        }
+        let mut j = 0;
+        while !live.is_empty() {
+            if j >= live.len() {
+                j = 0;
+            }
+            let (cursor, q, t) = &mut live[j];
+            match cursor.step(&mut work.keys) {
+                Step::Key(key) => {
+                    let d = (key ^ *q).count_ones();
+                    if d <= k {
+                        work.candidates += 1;
+                        emit(*t, key, d);
+                    }
+                    j += 1;
+                }
+                Step::Below => j += 1,
+                Step::BlockEnd => {
+                    if !cursor.advance(&mut work.blocks)? {
+                        live.swap_remove(j);
+                    }
+                }
+                Step::Done => {
+                    live.swap_remove(j);
+                }
+            }
+        }
+        Ok(())
+    }
+}
