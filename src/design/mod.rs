@@ -22,6 +22,15 @@
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 
+mod cost;
+mod join;
+
+pub use cost::{
+    AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES, Cost, DEFAULT_MAX_TABLES, auto_block_size,
+    keys_per_block,
+};
+pub use join::{check_join_design, join_design};
+
 /// The largest k any constructor here accepts.
 pub const MAX_K: u32 = 7;
 /// The most tables any design may have: each table is a whole sorted copy of the fingerprints
@@ -31,50 +40,6 @@ pub const MAX_TABLES: usize = 64;
 /// and at least one block decode); a radius-r design probes sum over i <= r of C(p, i) prefixes
 /// per table of p-bit prefixes.
 pub const MAX_PROBES: u64 = 1 << 16;
-/// The table-count budget [`Design::auto`] works under by default.
-pub const DEFAULT_MAX_TABLES: usize = 20;
-/// Reader memory (last-key arrays and their directories over all tables) that
-/// [`auto_block_size`] stays within.
-///
-/// 2 GiB keeps 256-byte blocks up to about 10^9 fingerprints with the 10 tables `auto` picks
-/// there: at 100M, 512-byte blocks made queries 1.7x slower (decoding twice the keys), and
-/// 2 GiB is under 4% of such an index, whose blocks must be in the page cache for fast queries
-/// anyway. Beyond that, larger blocks keep the reader's memory bounded (BENCHMARKS.md, issue
-/// 16, fourth step).
-pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
-/// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
-/// searches the last keys.
-const READER_BYTES_PER_BLOCK: f64 = 9.0;
-/// Block sizes [`auto_block_size`] chooses from, smallest (fastest queries) first.
-pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
-
-/// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information
-/// bound plus the measured ~2.5 bits of h-delta overhead per key, after the 16 bytes of block
-/// framing.
-pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
-    let bits = crate::table::information_bound(n.max(1)) + 2.5;
-    (block_size as f64 - 16.0) * 8.0 / bits + 1.0
-}
-
-/// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
-/// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
-///
-/// A probe decodes half a block on average (~10 ns per key on the development machine), so small
-/// blocks make queries fast: at B = 256 the compressed index matches or beats the same design
-/// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
-/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
-/// there larger blocks are the only way to keep the index's memory small.
-pub fn auto_block_size(n: u64, tables: usize) -> u32 {
-    AUTO_BLOCK_SIZES
-        .iter()
-        .copied()
-        .find(|&b| {
-            let blocks = (n as f64 / keys_per_block(n, b)).ceil();
-            blocks * READER_BYTES_PER_BLOCK * tables as f64 <= AUTO_BLOCK_RAM_BUDGET as f64
-        })
-        .unwrap_or(AUTO_BLOCK_SIZES[AUTO_BLOCK_SIZES.len() - 1])
-}
-
 /// One table of a design.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableDesign {
@@ -431,30 +396,6 @@ impl Design {
         out
     }
 
-    /// The design with the least expected work per query for `n` keys (see [`Cost`]), among
-    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`] tables, costed at
-    /// the smallest automatic block size: the design a build with `--design auto` and
-    /// `--block-size auto` picks.
-    pub fn auto(n: u64, k: u32) -> Result<Design> {
-        Design::auto_with_budget(n, k, DEFAULT_MAX_TABLES, AUTO_BLOCK_SIZES[0])
-    }
-
-    /// As [`auto`](Self::auto) with an explicit table budget and block size.
-    pub fn auto_with_budget(n: u64, k: u32, max_tables: usize, block_size: u32) -> Result<Design> {
-        check_k(k)?;
-        Design::candidates(k, max_tables)
-            .into_iter()
-            .min_by(|a, b| {
-                let (ca, cb) = (a.cost(n, block_size), b.cost(n, block_size));
-                ca.work_ns
-                    .total_cmp(&cb.work_ns)
-                    .then(a.tables.len().cmp(&b.tables.len()))
-            })
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("no design for k = {k} fits in {max_tables} tables"))
-            })
-    }
-
     /// The design's name (`20`, `m5c2r0`, `m4x4`, ...).
     pub fn name(&self) -> &str {
         &self.name
@@ -499,58 +440,6 @@ impl Design {
             .unwrap_or(0);
         top.count_ones() <= self.radius
     }
-
-    /// Expected cost of one query against `n` keys in blocks of `block_size` bytes.
-    pub fn cost(&self, n: u64, block_size: u32) -> Cost {
-        let nf = n.max(1) as f64;
-        let bits = crate::table::information_bound(n.max(1)) + 2.5;
-        let keys_per_block = keys_per_block(n, block_size);
-        let blocks = (nf / keys_per_block).max(1.0);
-        let table_bytes = nf * bits / 8.0;
-        // Once the index outgrows the CPU caches, each probe's block is a cache miss and a TLB
-        // miss whose page walk itself misses more often the larger the mapping: ~90 ns per
-        // doubling of the index beyond 64 MiB. Fitted to the query bench (one thread, pages
-        // mapped) at 1M, 10M and 100M; see BENCHMARKS.md, issue 16, third step.
-        let index_bytes = table_bytes * self.tables.len() as f64;
-        let miss = 90.0 * (index_bytes / (64u64 << 20) as f64).log2().max(0.0);
-        let mut probes = 0.0;
-        let mut candidates = 0.0;
-        let mut work = 0.0;
-        for i in 0..self.tables.len() {
-            let pr = self.probes_per_table(i) as f64;
-            let per_probe = nf / 2f64.powi(self.tables[i].prefix_bits as i32);
-            probes += pr;
-            candidates += pr * per_probe;
-            // Constants measured on the development machine (2 GHz Xeon): ~11 ns per key
-            // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
-            let search = 80.0 + 4.0 * blocks.log2();
-            let decoded = keys_per_block / 2.0 + per_probe;
-            work += pr * (search + miss + 11.0 * decoded + 2.0 * per_probe);
-        }
-        Cost {
-            probes,
-            candidates,
-            work_ns: work,
-            disk_bytes: table_bytes * self.tables.len() as f64,
-            memory_bytes: blocks * READER_BYTES_PER_BLOCK * self.tables.len() as f64,
-        }
-    }
-}
-
-/// Expected work of one query under a design (a model, not a measurement).
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct Cost {
-    /// Probes (block searches) per query.
-    pub probes: f64,
-    /// Expected keys sharing a probed prefix, summed over probes.
-    pub candidates: f64,
-    /// Modelled nanoseconds per query.
-    pub work_ns: f64,
-    /// Estimated bytes on disk for all tables.
-    pub disk_bytes: f64,
-    /// Estimated bytes of reader memory (last-key arrays and their directories).
-    pub memory_bytes: f64,
 }
 
 /// C(n, r), saturating at u128::MAX.
@@ -616,55 +505,5 @@ mod tests {
         assert!(Design::by_name("m5c2", 3).is_err());
         assert!(Design::one_level(8, 9, 1, 0).is_err());
         assert!(Design::auto(1000, 8).is_err());
-    }
-
-    #[test]
-    fn auto_block_size_is_small_until_memory_forbids() {
-        assert_eq!(auto_block_size(1_000_000, 20), 256);
-        assert_eq!(auto_block_size(100_000_000, 10), 256);
-        // The 10 tables `auto` picks at 1B still fit 256-byte blocks in the budget.
-        assert_eq!(Design::auto(1_000_000_000, 3).unwrap().tables().len(), 10);
-        assert_eq!(auto_block_size(1_000_000_000, 10), 256);
-        assert_eq!(auto_block_size(2_000_000_000, 10), 512);
-        assert!(auto_block_size(8_000_000_000, 20) > 1024);
-        let mut last = 0;
-        for n in [1e6, 1e7, 1e8, 1e9, 1e10] {
-            let b = auto_block_size(n as u64, 20);
-            assert!(b >= last);
-            last = b;
-        }
-    }
-
-    #[test]
-    fn auto_picks_the_designs_measured_fastest() {
-        // One thread, pages mapped, uniform random fingerprints (BENCHMARKS.md, issue 16): at
-        // 1M design 4 (2.1 µs) beat 10 (3.6); at 10M 10 (7.5) beat 4 (8.6) and 16 (14.5); at
-        // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
-        // (5.2-5.9), which the model without its cache-miss term picked.
-        for (n, k, want) in [
-            (1_000_000, 3, "4"),
-            (10_000_000, 3, "10"),
-            (100_000_000, 3, "10"),
-            (100_000_000, 2, "m3c1r0"),
-        ] {
-            assert_eq!(Design::auto(n, k).unwrap().name(), want, "n = {n}, k = {k}");
-        }
-    }
-
-    #[test]
-    fn auto_prefers_more_tables_as_n_grows() {
-        let small = Design::auto(1_000_000, 3).unwrap();
-        let huge = Design::auto(8_000_000_000, 3).unwrap();
-        assert!(
-            huge.tables().len() > small.tables().len(),
-            "{} vs {}",
-            small.name(),
-            huge.name()
-        );
-        for k in 0..=MAX_K {
-            let d = Design::auto(10_000_000, k).unwrap();
-            assert_eq!(d.k(), k);
-            assert!(d.tables().len() <= DEFAULT_MAX_TABLES);
-        }
     }
 }
