@@ -26,6 +26,7 @@
 mod compact;
 internal_mod!(delta);
 mod durability;
+mod gate;
 mod generation;
 internal_mod!(ids);
 mod open;
@@ -100,6 +101,8 @@ pub struct Store {
     read_only: bool,
     _lock: Option<File>,
     state: RwLock<State>,
+    /// Queries waiting for `state`, let in by writers between records.
+    gate: gate::Gate,
     writer: Mutex<Option<LogWriter>>,
     durability: Arc<Durability>,
     compaction: Mutex<()>,
@@ -136,7 +139,7 @@ impl Store {
     }
 
     fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(|e| e.into_inner())
+        self.gate.read(&self.state)
     }
 
     fn write_state(&self) -> std::sync::RwLockWriteGuard<'_, State> {

@@ -291,6 +291,7 @@ impl Store {
                 active,
                 current,
             }),
+            gate: Default::default(),
             writer: Mutex::new(writer),
             durability,
             compaction: Mutex::new(()),
