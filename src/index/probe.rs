@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::permutation::Permutation;
 use crate::table::Table;
-use crate::table::multiscan::Probe;
+use crate::table::multiscan::{Probe, Probes};
 
 /// A stored fingerprint within the query distance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -108,6 +108,22 @@ impl<D: AsRef<[u8]>> ProbeSource for [Table<D>] {
         f: impl FnMut(u64) -> bool,
     ) -> Result<bool> {
         self[t].scan_range(lo, hi, &mut work.blocks, &mut work.keys, f)
+    }
+}
+
+/// The probes of one query, for the multi-probe scan.
+pub(crate) struct QueryProbes<'a> {
+    pub(crate) probers: &'a [Prober],
+    pub(crate) fp: u64,
+}
+
+impl Probes for QueryProbes<'_> {
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(Probe)) {
+        each_probe(self.probers, self.fp, |p| {
+            f(p);
+            true
+        });
     }
 }
 

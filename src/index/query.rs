@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::Index;
-use super::probe::{Match, ProbeSource, Work, each_probe};
+use super::probe::{Match, ProbeSource, QueryProbes, Work, each_probe};
 use crate::error::{Error, Result};
 use crate::table::Table;
-use crate::table::multiscan::{MAX_PROBES, MultiScan, Probe};
+use crate::table::multiscan::{MAX_PROBES, MultiScan};
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
 /// queries cost. Read with [`Index::counters`].
@@ -206,19 +206,16 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 true
             })?;
         } else {
-            let mut probes = [Probe::default(); MAX_PROBES];
-            let mut n = 0;
-            each_probe(&self.probers, fp, |p| {
-                probes[n] = p;
-                n += 1;
-                true
-            });
+            let probes = QueryProbes {
+                probers: &self.probers,
+                fp,
+            };
             let scan = MultiScan {
                 tables: &self.tables,
                 residency: &self.residency,
                 lanes: self.lanes,
             };
-            scan.run(&probes[..n], k, &mut work, |t, key, d| {
+            scan.run(&probes, k, &mut work, |t, key, d| {
                 out.push(Match {
                     distance: d,
                     fingerprint: self.probers[t].inverse.apply(key),

@@ -81,7 +81,13 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
     /// next block (counted in `blocks`) if the range goes on there. Whether it does.
     #[inline(never)]
     pub(crate) fn advance(&mut self, blocks: &mut u64) -> Result<bool> {
-        self.seek(self.lo, blocks)
+        if let Some(e) = self.dec.fault() {
+            return Err(self.table.attach(e));
+        }
+        if !self.table.range_continues(self.block, self.hi) {
+            return Ok(false);
+        }
+        self.open_next(self.block + 1, blocks)
     }
 
     /// [`advance`](Self::advance), skipping the blocks whose keys are all below `key`: the
@@ -102,6 +108,12 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
                 return Ok(false);
             }
         }
+        self.open_next(next, blocks)
+    }
+
+    /// Go on at block `next` (in range), counting it in `blocks`.
+    #[inline]
+    fn open_next(&mut self, next: u64, blocks: &mut u64) -> Result<bool> {
         self.block = next;
         *blocks += 1;
         self.dec = self.table.block(next)?;
@@ -326,5 +338,97 @@ impl Work {
         self.blocks += w.blocks;
         self.keys += w.keys;
         self.candidates += w.candidates;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{TableOptions, build_bytes};
+
+    fn table(n: usize) -> (Vec<u64>, Table<Vec<u8>>) {
+        let mut keys = crate::sample::random(n, 9);
+        keys.sort_unstable();
+        keys.dedup();
+        let bytes = build_bytes(&keys, &TableOptions::default().with_block_size(256)).unwrap();
+        (keys, Table::from_bytes(bytes).unwrap())
+    }
+
+    /// Chunks of blocks scanned with nothing skipped give every key once, in order; with a
+    /// wanted key, a scan gives every key at or above it (and only keys of its chunk).
+    #[test]
+    fn skip_scans_cover_their_blocks_and_every_wanted_key() {
+        let (keys, t) = table(20_000);
+        let blocks = t.block_count();
+        assert!(blocks > 50);
+        let cuts = [0, 1, 7, blocks / 2, blocks - 1, blocks];
+        let mut all = Vec::new();
+        for w in cuts.windows(2) {
+            t.skip_scan(w[0]..w[1], || Some(0), |_| {}, |k| all.push(k))
+                .unwrap();
+        }
+        assert_eq!(all, keys);
+        for (i, &want) in [0, 1, keys[5000], keys[5000] + 1, keys[19_000], u64::MAX]
+            .iter()
+            .enumerate()
+        {
+            let (mut got, mut opened) = (Vec::new(), Vec::new());
+            t.skip_scan(
+                3..blocks,
+                || Some(want),
+                |b| opened.push(b),
+                |k| got.push(k),
+            )
+            .unwrap();
+            let floor = t.block_floor(3);
+            let expect: Vec<u64> = keys
+                .iter()
+                .copied()
+                .filter(|&k| k >= want.max(floor))
+                .collect();
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "case {i}");
+            assert!(
+                got.iter().all(|&k| k >= floor),
+                "case {i}: a key below the chunk"
+            );
+            // Every wanted key, plus at most the head of the block the first one is in.
+            assert!(got.ends_with(&expect), "case {i}");
+            assert!(
+                got.len() - expect.len() < 40,
+                "case {i}: {} extra",
+                got.len() - expect.len()
+            );
+            assert!(opened.windows(2).all(|w| w[0] < w[1]));
+        }
+        // A scan that wants less and less as it goes skips blocks in between.
+        let mut wants = [keys[15_000], keys[8000], keys[2000]].to_vec();
+        let mut got = Vec::new();
+        t.skip_scan(0..blocks, || wants.pop(), |_| {}, |k| got.push(k))
+            .unwrap();
+        assert!(got.contains(&keys[2000]) && got.contains(&keys[8000]));
+        assert!(
+            !got.contains(&keys[5000]),
+            "blocks between wanted keys were decoded"
+        );
+    }
+
+    /// The iterator and the seeking cursor agree with the key list on random ranges.
+    #[test]
+    fn ranges_and_seeks_agree_with_the_keys() {
+        let (keys, t) = table(5000);
+        let mut s = 4;
+        for _ in 0..200 {
+            let a = crate::sample::splitmix64(&mut s);
+            let b = a.saturating_add(crate::sample::splitmix64(&mut s) >> 4);
+            let want: Vec<u64> = keys
+                .iter()
+                .copied()
+                .filter(|k| (a..=b).contains(k))
+                .collect();
+            let got: Vec<u64> = t.range(a..=b).map(|r| r.unwrap()).collect();
+            assert_eq!(got, want);
+        }
+        assert_eq!(t.iter().count(), keys.len());
+        assert_eq!(t.range(5..5).count(), 0);
     }
 }

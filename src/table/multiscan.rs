@@ -25,12 +25,19 @@ use crate::error::Result;
 pub(crate) const MAX_PROBES: usize = 64;
 
 /// One probe: the keys of table `table` in `lo..=hi`, compared with the permuted query `query`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Probe {
     pub(crate) table: usize,
     pub(crate) query: u64,
     pub(crate) lo: u64,
     pub(crate) hi: u64,
+}
+
+/// A query's probes, enumerated on demand: the scan plans them as they come, with no array to
+/// fill (and zero) first.
+pub(crate) trait Probes {
+    /// Call `f` on every probe, at most [`MAX_PROBES`] of them.
+    fn each(&self, f: impl FnMut(Probe));
 }
 
 /// Whether a set of tables is mostly out of memory, judged from a sample of their pages
@@ -108,36 +115,40 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     #[inline(always)]
     pub(crate) fn run(
         &self,
-        probes: &[Probe],
+        probes: &impl Probes,
         k: u32,
         work: &mut Work,
         mut emit: impl FnMut(usize, u64, u32),
     ) -> Result<()> {
-        debug_assert!(probes.len() <= MAX_PROBES);
         let tables = self.tables;
         let cold = self.residency.query_reads_ahead(tables);
-        for p in probes {
+        // Every probe `(table, permuted query, lo, hi, first block)`, its block filled in by
+        // the third round, which also drops the probes past their table's last block.
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_PROBES];
+        let mut n = 0;
+        probes.each(|p| {
             work.probes += 1;
             tables[p.table].prefetch_directory(p.lo);
+            plan[n] = (p.table, p.query, p.lo, p.hi, 0);
+            n += 1;
+        });
+        for &(t, _, lo, _, _) in &plan[..n] {
+            tables[t].prefetch_slice(lo);
         }
-        for p in probes {
-            tables[p.table].prefetch_slice(p.lo);
-        }
-        // Each probe with its first block; the probes past their table's last block dropped.
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_PROBES];
         let mut planned = 0;
-        for p in probes {
-            let table = &tables[p.table];
-            let b = table.find_block(p.lo) as u64;
+        for j in 0..n {
+            let (t, q, lo, hi, _) = plan[j];
+            let table = &tables[t];
+            let b = table.find_block(lo) as u64;
             if b < table.block_count() {
-                let blocks = table.range_blocks(b, p.hi);
+                let blocks = table.range_blocks(b, hi);
                 if cold {
                     table.will_need_blocks(blocks.clone());
                 }
                 for i in blocks {
                     table.prefetch_block(i);
                 }
-                plan[planned] = (p.table, p.query, p.lo, p.hi, b);
+                plan[planned] = (t, q, lo, hi, b);
                 planned += 1;
             }
         }
