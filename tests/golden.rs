@@ -213,7 +213,7 @@ fn golden_store_log_and_id_map() {
     assert_eq!(c.records, want);
     assert_eq!((c.valid_len, c.torn_bytes), (96, 0));
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = wal::LogWriter::create(tmp.path(), 0).unwrap();
+    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
     for r in &want {
         w.append(r).unwrap();
     }

@@ -1,6 +1,7 @@
-//! Power loss, simulated: the store's directory is imaged with every byte the store has not
-//! synced dropped (the live log cut to its durable length, as a kernel losing its page cache
-//! would leave it), then the image is opened. Checks the durability table of
+//! Power loss, simulated: the store writes its log through a storage that records what each
+//! fsync made durable (`common::storage`), the directory is imaged with every unsynced byte
+//! dropped (every log cut to its synced length, as a kernel losing its page cache would leave
+//! it), then the image is opened. Checks the durability table of
 //! format-spec/store.md row by row:
 //!
 //! - every policy: recovery opens, and the image holds exactly the state after some prefix of
@@ -10,46 +11,17 @@
 //!
 //! `SIMDEX_POWER_TRIALS=N` runs N trials per policy (default 15).
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::Duration;
 
+use common::storage::TestStorage;
 use simdex::index::DesignChoice;
 use simdex::sample::splitmix64;
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
 
 type State = BTreeSet<(u64, u64)>;
-
-/// Copy the store directory as a power failure would leave it.
-fn power_loss_image(store: &Store, from: &Path, to: &Path) {
-    let (live_log, durable) = store.durable_log();
-    copy_dir(from, to);
-    let copy = to.join(live_log.file_name().unwrap());
-    let f = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
-    let len = f.metadata().unwrap().len();
-    assert!(
-        durable <= len,
-        "durable {durable} beyond the file's {len} bytes"
-    );
-    f.set_len(durable).unwrap();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        if name == "LOCK" {
-            continue;
-        }
-        let t = e.file_type().unwrap();
-        if t.is_dir() {
-            copy_dir(&e.path(), &to.join(&name));
-        } else if t.is_file() {
-            std::fs::copy(e.path(), to.join(&name)).unwrap();
-        }
-    }
-}
 
 fn trial(policy: SyncPolicy, seed: u64) -> (usize, usize) {
     let tmp = tempfile::tempdir().unwrap();
@@ -59,9 +31,13 @@ fn trial(policy: SyncPolicy, seed: u64) -> (usize, usize) {
         &CreateOptions::default().with_design(DesignChoice::Named("4".into())),
     )
     .unwrap();
+    let storage = TestStorage::new();
     let store = Store::open(
         &dir,
-        &StoreOptions::default().with_sync(policy).with_max_delta(40),
+        &StoreOptions::default()
+            .with_sync(policy)
+            .with_max_delta(40)
+            .with_log_storage(std::sync::Arc::new(storage.clone())),
     )
     .unwrap();
     let mut s = seed;
@@ -106,7 +82,7 @@ fn trial(policy: SyncPolicy, seed: u64) -> (usize, usize) {
         }
     }
     let image = tmp.path().join("image");
-    power_loss_image(&store, &dir, &image);
+    storage.power_loss_image(&dir, &image);
     let acked = states.len() - 1;
     let back = Store::open(&image, &StoreOptions::default())
         .unwrap_or_else(|e| panic!("recovery must open ({policy:?}, seed {seed}): {e}"));

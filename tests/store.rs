@@ -578,9 +578,14 @@ fn a_failed_log_write_poisons_the_store_and_reopening_recovers() {
     let dir = tmp.path().join("s");
     create(&dir, "4", 1024);
     for bytes in [0u64, 5, 16, 30] {
-        let s = Store::open(&dir, &StoreOptions::default()).unwrap();
+        let storage = common::storage::TestStorage::new();
+        let s = Store::open(
+            &dir,
+            &StoreOptions::default().with_log_storage(Arc::new(storage.clone())),
+        )
+        .unwrap();
         s.insert(100 + bytes, bytes).unwrap();
-        s.inject_log_failure(bytes);
+        storage.fail_next_append_after(bytes);
         let e = s.insert(1, 1).unwrap_err();
         assert!(e.to_string().contains("injected failure"), "{e}");
         // Not visible, and no further writes until reopened.

@@ -7,6 +7,11 @@
 use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
+
+/// The tests' log storage (real files; a write that stops midway on request).
+#[path = "../../tests/common/storage.rs"]
+#[allow(dead_code)]
+mod storage;
 use simdex::index::DesignChoice;
 use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
 
@@ -39,9 +44,11 @@ fuzz_target!(|data: &[u8]| {
             .with_block_size(Some(128)),
     )
     .unwrap();
+    let storage = storage::TestStorage::new();
     let opts = StoreOptions::default()
         .with_sync(SyncPolicy::Manual)
-        .with_max_delta(1 + data[1] as u64 % 64);
+        .with_max_delta(1 + data[1] as u64 % 64)
+        .with_log_storage(std::sync::Arc::new(storage.clone()));
     let mut store = Some(Store::open(&dir, &opts).unwrap());
     // States since the last compaction: a crash may land on any of them.
     let mut states: Vec<Model> = vec![Model::new()];
@@ -50,7 +57,12 @@ fuzz_target!(|data: &[u8]| {
     let mut generation = 0;
     for op in data[2..].chunks(4) {
         let s = store.as_ref().unwrap();
-        let (kind, a, b, c) = (op[0] % 8, *op.get(1).unwrap_or(&0), *op.get(2).unwrap_or(&0), *op.get(3).unwrap_or(&0));
+        let (kind, a, b, c) = (
+            op[0] % 8,
+            *op.get(1).unwrap_or(&0),
+            *op.get(2).unwrap_or(&0),
+            *op.get(3).unwrap_or(&0),
+        );
         let fp = centres[a as usize % 4] ^ (1u64 << (b % 64)) ^ ((c as u64 % 4) << 10);
         let id = b as u64 % 16;
         let mut m = states.last().unwrap().clone();
@@ -74,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
                 // Its outcome is indeterminate but never partial: if all its bytes reached the
                 // log before the error (a failed fsync after a whole write), it is there after
                 // reopening; otherwise it is not.
-                s.inject_log_failure(c as u64 % 48);
+                storage.fail_next_append_after(c as u64 % 48);
                 assert!(s.insert(fp, id).is_err());
                 assert!(s.insert(fp, id).is_err());
                 drop(store.take());
@@ -84,7 +96,11 @@ fuzz_target!(|data: &[u8]| {
                 if got == m && got != *states.last().unwrap() {
                     states.push(m);
                 } else {
-                    assert_eq!(&got, states.last().unwrap(), "a failed write applied partly");
+                    assert_eq!(
+                        &got,
+                        states.last().unwrap(),
+                        "a failed write applied partly"
+                    );
                 }
                 store = Some(s);
             }
@@ -99,7 +115,12 @@ fuzz_target!(|data: &[u8]| {
                 let log = logs.iter().max().unwrap();
                 let len = std::fs::metadata(log).unwrap().len();
                 let cut = 32 + (u64::from(b) << 8 | u64::from(c)) % (len - 31);
-                std::fs::OpenOptions::new().write(true).open(log).unwrap().set_len(cut).unwrap();
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(log)
+                    .unwrap()
+                    .set_len(cut)
+                    .unwrap();
                 let s = Store::open(&dir, &opts).unwrap();
                 let got: Model = s.pairs().unwrap().into_iter().collect();
                 let j = states

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let mut bytes = Vec::new();
     if data.first().is_some_and(|b| b & 1 == 1) && data.len() > 1 {
         let tmp = tempfile::tempdir().unwrap();
-        let w = wal::LogWriter::create(tmp.path(), 0).unwrap();
+        let w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
         bytes = std::fs::read(w.path()).unwrap();
         bytes.extend_from_slice(&data[1..]);
     } else {

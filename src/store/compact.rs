@@ -9,6 +9,7 @@ use super::delta::Layer;
 use super::durability::lock;
 use super::generation::{self, Current, Generation, Layout, Source};
 use super::open::{log_numbers, perms_of};
+use super::storage::OsStorage;
 use super::wal::{self, LogWriter};
 use super::*;
 use crate::codec::Codec;
@@ -82,7 +83,7 @@ impl Store {
                 if st.active.is_empty() && relayout.is_none() {
                     return Ok(None);
                 }
-                let next = LogWriter::create(&self.dir, log.number() + 1)?;
+                let next = LogWriter::create(&self.dir, log.number() + 1, &*self.opts.log_storage)?;
                 self.durability.switch_log(log, &next)?;
                 *writer = Some(next);
                 let fresh = st.active.empty_like();
@@ -195,7 +196,7 @@ impl Store {
             a.opts.mem_bytes,
             &a.opts.progress,
         )?;
-        LogWriter::create(staging.path(), 0)?;
+        LogWriter::create(staging.path(), 0, &OsStorage)?;
         Current {
             generation: 0,
             block_size: layout.block_size,

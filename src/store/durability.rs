@@ -2,10 +2,10 @@
 //! concurrent writers share one fsync (group commit), and the poison flag set by a failed
 //! write or fsync.
 
-use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use super::storage::LogFile;
 use super::wal::LogWriter;
 use crate::error::{Error, Result};
 
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub(crate) struct Durability {
     /// A handle to the current log, for fsync without holding the writer (none when read-only).
-    file: Mutex<Option<File>>,
+    file: Mutex<Option<Box<dyn LogFile>>>,
     /// Bytes appended (over all logs of this process), and bytes known synced.
     appended: AtomicU64,
     synced: AtomicU64,
@@ -33,7 +33,7 @@ impl Durability {
     /// The state of a store just opened: log `number`, whose `len` bytes are all durable
     /// (recovery synced them, or the run that wrote them did), fsynced through `file` (none
     /// when read-only).
-    pub(crate) fn new(file: Option<File>, number: u64, len: u64) -> Durability {
+    pub(crate) fn new(file: Option<Box<dyn LogFile>>, number: u64, len: u64) -> Durability {
         Durability {
             file: Mutex::new(file),
             appended: AtomicU64::new(0),
@@ -131,17 +131,6 @@ impl Durability {
         }
         self.synced.fetch_max(target, Ordering::AcqRel);
         Ok(())
-    }
-}
-
-impl Durability {
-    /// (log number, bytes of it known to be on stable storage): what survives a power loss.
-    /// Read by the power-loss tests (`Store::durable_log`, tests and `internals` only).
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
-    pub(crate) fn durable(&self) -> (u64, u64) {
-        let (number, lsn0, len0) = *lock(&self.log_base);
-        let synced = self.synced.load(Ordering::Acquire);
-        (number, len0 + synced.saturating_sub(lsn0))
     }
 }
 

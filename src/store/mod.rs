@@ -31,6 +31,7 @@ mod generation;
 internal_mod!(ids);
 mod open;
 mod options;
+internal_mod!(storage);
 mod query;
 internal_mod!(wal);
 mod write;

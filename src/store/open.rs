@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::delta::Layer;
 use super::durability::Durability;
 use super::generation::{self, Current, Generation, Layout, Source};
+use super::storage::OsStorage;
 use super::wal::{self, LogWriter};
 use super::write::apply;
 use super::*;
@@ -51,7 +52,7 @@ impl Store {
             1 << 20,
             &crate::progress::ProgressHandle::none(),
         )?;
-        LogWriter::create(staging.path(), 0)?;
+        LogWriter::create(staging.path(), 0, &OsStorage)?;
         Current {
             generation: 0,
             block_size: opts.block_size,
@@ -246,7 +247,7 @@ impl Store {
                     .push((path.clone(), c.valid_len, c.torn_bytes));
                 if !read_only && n != *logs.last().unwrap_or(&n) {
                     // An older log is never appended to again; make it clean now.
-                    LogWriter::reopen(dir, n, c.valid_len)?;
+                    LogWriter::reopen(dir, n, c.valid_len, &*opts.log_storage)?;
                 }
             }
             last_valid = Some((n, c.valid_len));
@@ -259,8 +260,8 @@ impl Store {
             (None, None)
         } else {
             let w = match last_valid {
-                Some((n, len)) => LogWriter::reopen(dir, n, len)?,
-                None => LogWriter::create(dir, g)?,
+                Some((n, len)) => LogWriter::reopen(dir, n, len, &*opts.log_storage)?,
+                None => LogWriter::create(dir, g, &*opts.log_storage)?,
             };
             let f = w.try_clone_file()?;
             (Some(w), Some(f))

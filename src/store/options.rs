@@ -1,8 +1,10 @@
 //! What a store is opened and created with, and the shapes of its answers and reports.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::storage::{LogStorage, OsStorage};
 use crate::codec::Codec;
 use crate::index::DesignChoice;
 use crate::progress::ProgressHandle;
@@ -64,6 +66,9 @@ pub struct StoreOptions {
     /// Read and map every table page of each generation as it is opened (see
     /// [`crate::index::OpenOptions::populate`]): no page faults on the query path.
     pub populate: bool,
+    /// Where the log's bytes go: the operating system's files unless a test substitutes its
+    /// own (`with_log_storage`, with the `internals` feature).
+    pub(crate) log_storage: Arc<dyn LogStorage>,
 }
 
 impl Default for StoreOptions {
@@ -74,6 +79,7 @@ impl Default for StoreOptions {
             mem_bytes: 1 << 30,
             progress: ProgressHandle::none(),
             populate: false,
+            log_storage: Arc::new(OsStorage),
         }
     }
 }
@@ -115,6 +121,13 @@ impl StoreOptions {
     /// Read and map every table page of each generation as it is opened.
     pub fn with_populate(mut self, populate: bool) -> Self {
         self.populate = populate;
+        self
+    }
+    /// Append and sync the log through `storage` (fault injection and power-loss tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn with_log_storage(mut self, storage: Arc<dyn LogStorage>) -> Self {
+        self.log_storage = storage;
         self
     }
 }

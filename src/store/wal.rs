@@ -11,12 +11,11 @@
 //! from corruption in the middle of the log, which is an error naming the offset. Every crc is
 //! salted with the structure's file offset, so a record copied to another position is not valid.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::storage::{LogFile, LogStorage};
 use crate::error::{Error, Result};
 use crate::checksum::crc_at;
 
@@ -246,28 +245,23 @@ pub fn file_name(number: u64) -> String {
 #[derive(Debug)]
 pub struct LogWriter {
     path: PathBuf,
-    file: File,
+    file: Box<dyn LogFile>,
     number: u64,
     len: u64,
     buf: Vec<u8>,
-    /// Test hook: the next append writes only this many bytes of its record, then fails.
-    fail_after: Option<u64>,
 }
 
 impl LogWriter {
-    /// Create log `number` in `dir` (which must not hold it yet), header written and synced.
-    pub fn create(dir: &Path, number: u64) -> Result<LogWriter> {
+    /// Create log `number` in `dir` (which must not hold it yet) through `storage`, header
+    /// written and synced.
+    pub fn create(dir: &Path, number: u64, storage: &dyn LogStorage) -> Result<LogWriter> {
         let path = dir.join(file_name(number));
         let io = |op| {
             let p = path.clone();
             move |e| Error::io(p, op, e)
         };
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io("create log"))?;
-        file.write_all(&encode_header(number))
+        let mut file = storage.create(&path).map_err(io("create log"))?;
+        file.append(&encode_header(number))
             .map_err(io("write log header"))?;
         file.sync_all().map_err(io("fsync"))?;
         crate::atomic::sync_dir(dir)?;
@@ -277,65 +271,46 @@ impl LogWriter {
             number,
             len: WAL_HEADER_LEN as u64,
             buf: Vec::new(),
-            fail_after: None,
         })
     }
 
     /// Reopen an existing log for appending after its valid prefix of `valid_len` bytes
     /// (a torn tail beyond it is truncated and the truncation synced).
-    pub fn reopen(dir: &Path, number: u64, valid_len: u64) -> Result<LogWriter> {
+    pub fn reopen(
+        dir: &Path,
+        number: u64,
+        valid_len: u64,
+        storage: &dyn LogStorage,
+    ) -> Result<LogWriter> {
         let path = dir.join(file_name(number));
         if valid_len < WAL_HEADER_LEN as u64 {
             // Not even a whole header: start the file over.
             std::fs::remove_file(&path).map_err(|e| Error::io(path.clone(), "remove", e))?;
-            return LogWriter::create(dir, number);
+            return LogWriter::create(dir, number, storage);
         }
-        // O_APPEND: every write goes to the end, which set_len just placed at the valid prefix.
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(path.clone(), "open log", e))?;
-        file.set_len(valid_len)
-            .and_then(|_| file.sync_all())
-            .map_err(|e| Error::io(path.clone(), "truncate torn log tail", e))?;
+        let file = storage
+            .reopen(&path, valid_len)
+            .map_err(|e| Error::io(path.clone(), "reopen log after its valid prefix", e))?;
         Ok(LogWriter {
             path,
             file,
             number,
             len: valid_len,
             buf: Vec::new(),
-            fail_after: None,
         })
     }
 
-    /// Append one record with a single write(2); returns the log length after it.
+    /// Append one record with a single write; returns the log length after it.
     ///
     /// On error the file may hold part of the record; the caller must stop using this log
     /// (the store poisons itself), and recovery will treat the part as a torn tail.
     pub fn append(&mut self, rec: &Record) -> Result<u64> {
         self.buf = encode_record(rec, self.len);
-        if let Some(n) = self.fail_after.take() {
-            // A simulated failure midway (a full disk, an I/O error): part of the record lands.
-            let n = (n as usize).min(self.buf.len());
-            let _ = self.file.write_all(&self.buf[..n]);
-            return Err(Error::io(
-                self.path.clone(),
-                "append to log",
-                std::io::Error::other(format!("injected failure after {n} bytes")),
-            ));
-        }
         self.file
-            .write_all(&self.buf)
+            .append(&self.buf)
             .map_err(|e| Error::io(self.path.clone(), "append to log", e))?;
         self.len += self.buf.len() as u64;
         Ok(self.len)
-    }
-
-    /// Make the next append write only `bytes` bytes of its record and fail (fault injection
-    /// for tests and fuzzing).
-    #[doc(hidden)]
-    pub fn fail_next_append_after(&mut self, bytes: u64) {
-        self.fail_after = Some(bytes);
     }
 
     /// fdatasync the log.
@@ -346,7 +321,7 @@ impl LogWriter {
     }
 
     /// A second handle to the file, for syncing without holding the writer.
-    pub fn try_clone_file(&self) -> Result<File> {
+    pub fn try_clone_file(&self) -> Result<Box<dyn LogFile>> {
         self.file
             .try_clone()
             .map_err(|e| Error::io(self.path.clone(), "dup log handle", e))

@@ -139,25 +139,6 @@ impl Store {
         })
     }
 
-    /// Power-loss simulation for tests: (the live log's path, how many of its bytes are known
-    /// to be on stable storage). Bytes beyond are what a power failure may take.
-    #[cfg(any(test, feature = "internals"))]
-    #[doc(hidden)]
-    pub fn durable_log(&self) -> (std::path::PathBuf, u64) {
-        let (n, len) = self.durability.durable();
-        (self.dir.join(super::wal::file_name(n)), len)
-    }
-
-    /// Fault injection for tests and fuzzing: the next log append writes only `bytes` bytes of
-    /// its record and fails, as a full disk would.
-    #[cfg(any(test, feature = "internals"))]
-    #[doc(hidden)]
-    pub fn inject_log_failure(&self, bytes: u64) {
-        if let Some(w) = lock(&self.writer).as_mut() {
-            w.fail_next_append_after(bytes);
-        }
-    }
-
     /// Sync every acknowledged write to stable storage.
     pub fn flush(&self) -> Result<()> {
         if self.read_only {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+pub mod storage;
+
 pub use simdex::sample::{flip_bits, random as random_keys, splitmix64 as splitmix};
 
 /// Sorted, distinct.
