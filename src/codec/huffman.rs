@@ -215,7 +215,29 @@ pub const PRIMARY_BITS: u32 = 8;
 
 /// A first-level entry that sends the lookup to the full table (a code longer than
 /// [`PRIMARY_BITS`] starts with these bits).
-pub(crate) const LONG: u32 = 1 << 31;
+pub(crate) const LONG: u32 = entry::LONG;
+
+/// The layout of a decode-table entry: `len | sym << 8 | total << 16` (the code length, the
+/// symbol, and the bits the whole delta takes), [`LONG`](entry::LONG) in the first level where
+/// the code goes on, 0 where no code starts. Named here, where entries are built, for the one
+/// reader that takes entries apart itself: the vectorized decoder (`table::lanes`), which
+/// splits four at a time with vector shifts.
+pub(crate) mod entry {
+    /// Mask of the code length (the low byte).
+    pub(crate) const LEN_MASK: u32 = 0xFF;
+    /// Shift and mask of the symbol.
+    pub(crate) const SYM_SHIFT: i32 = 8;
+    pub(crate) const SYM_MASK: u32 = 0xFF;
+    /// Shift of the whole delta's length in bits (code and suffix; the top bits).
+    pub(crate) const TOTAL_SHIFT: i32 = 16;
+    /// A first-level entry whose code is longer than the first level.
+    pub(crate) const LONG: u32 = 1 << 31;
+
+    /// The entry of a code of `len` bits for `sym`, whose delta takes `total` bits.
+    pub(crate) const fn pack(len: u32, sym: u32, total: u32) -> u32 {
+        len | sym << SYM_SHIFT | total << TOTAL_SHIFT
+    }
+}
 
 /// Table-driven decoder: the next [`DecodeTable::bits`] stream bits index an entry holding the
 /// symbol and its code length, through a small first level (see [`PRIMARY_BITS`]).
@@ -248,7 +270,7 @@ impl DecodeTable {
             let shift = bits - l;
             let start = (c as usize) << shift;
             let total = l + suffix_bits(sym as u32);
-            entries[start..start + (1usize << shift)].fill(l | (sym as u32) << 8 | total << 16);
+            entries[start..start + (1usize << shift)].fill(entry::pack(l, sym as u32, total));
         }
         let mut primary = Box::new([0u32; 1 << PRIMARY_BITS]);
         for (p, slot) in primary.iter_mut().enumerate() {
@@ -302,7 +324,11 @@ impl DecodeTable {
         if e == 0 {
             None
         } else {
-            Some(((e >> 8) & 0xFF, e & 0xFF, e >> 16))
+            Some((
+                (e >> entry::SYM_SHIFT) & entry::SYM_MASK,
+                e & entry::LEN_MASK,
+                e >> entry::TOTAL_SHIFT,
+            ))
         }
     }
 
@@ -321,7 +347,7 @@ impl DecodeTable {
         let fast = self
             .primary
             .iter()
-            .filter(|&&e| e != 0 && e != LONG && e >> 16 <= bits)
+            .filter(|&&e| e != 0 && e != LONG && e >> entry::TOTAL_SHIFT <= bits)
             .count();
         fast as f64 / self.primary.len() as f64
     }

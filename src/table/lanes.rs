@@ -26,6 +26,7 @@ use super::block::decode_delta_at;
 use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
 use super::cursor::Work;
 use crate::codec::Codec;
+use crate::codec::huffman::entry;
 use crate::error::{Error, Result};
 
 /// Load four lanes (a macro, not a closure: a closure would not inherit the function's AVX2).
@@ -186,10 +187,11 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             3, 3, 4,
         );
         let low4 = _mm256_set1_epi8(0x0f);
-        let byte = _mm256_set1_epi64x(0xff);
+        let len_mask = _mm256_set1_epi64x(entry::LEN_MASK as i64);
+        let sym_mask = _mm256_set1_epi64x(entry::SYM_MASK as i64);
         let ones = _mm256_set1_epi64x(-1);
         let msb = _mm256_set1_epi64x(MSB as i64);
-        let long = _mm256_set1_epi64x(crate::codec::huffman::LONG as i64);
+        let long = _mm256_set1_epi64x(entry::LONG as i64);
         let window_bits = _mm256_set1_epi64x(WINDOW_BITS as i64);
         let kv = _mm256_set1_epi64x(k as i64);
         let zero = _mm256_setzero_si256();
@@ -202,7 +204,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 any = true;
                 let act = ld!(&g.active);
                 // Each lane's stream word (big-endian, shifted to its bit) and first-level code
-                // entry (`len | sym << 8 | total << 16`, or LONG, or 0), by scalar loads: four
+                // entry (`huffman::entry`: length, symbol, total bits; or LONG, or 0), by scalar loads: four
                 // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
                 // The position moves on here, in scalar code, so that the next step's loads
                 // wait for a scalar store, not for a vector one; a rare lane gets its old
@@ -224,15 +226,15 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                     wl[i] = w;
                     el[i] = e as u64;
                     old[i] = p;
-                    nl[i] = p + (e >> 16) as u64;
+                    nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
                     g.pos.0[i] = nl[i];
                 }
                 let w = ld!(&V(wl));
                 let e = ld!(&V(el));
                 let next = ld!(&V(nl));
-                let l = _mm256_and_si256(e, byte);
-                let h = _mm256_and_si256(_mm256_srli_epi64::<8>(e), byte);
-                let total = _mm256_srli_epi64::<16>(e);
+                let l = _mm256_and_si256(e, len_mask);
+                let h = _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
+                let total = _mm256_srli_epi64::<{ entry::TOTAL_SHIFT }>(e);
                 let prev = ld!(&g.prev);
                 let bit = _mm256_srlv_epi64(msb, h);
                 // Rare: no code or a long one, a delta wider than the window, a key that would
