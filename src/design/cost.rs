@@ -9,11 +9,10 @@ pub const DEFAULT_MAX_TABLES: usize = 20;
 /// Reader memory (last-key arrays and their directories over all tables) that
 /// [`auto_block_size`] stays within.
 ///
-/// 2 GiB keeps 256-byte blocks up to about 10^9 fingerprints with the 10 tables `auto` picks
-/// there: at 100M, 512-byte blocks made queries 1.7x slower (decoding twice the keys), and
-/// 2 GiB is under 4% of such an index, whose blocks must be in the page cache for fast queries
-/// anyway. Beyond that, larger blocks keep the reader's memory bounded (BENCHMARKS.md, issue
-/// 16, fourth step).
+/// 2 GiB keeps the smallest blocks up to about 10^9 fingerprints with the 10 tables `auto`
+/// picks there: larger blocks make every probe decode more keys (measured in BENCHMARKS.md),
+/// and 2 GiB is a few percent of such an index, whose blocks must be in the page cache for
+/// fast queries anyway. Beyond that, larger blocks keep the reader's memory bounded.
 pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
 /// searches the last keys.
@@ -32,9 +31,9 @@ pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
 /// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
 ///
-/// A probe decodes half a block on average (~10 ns per key on the development machine), so small
-/// blocks make queries fast: at B = 256 the compressed index matches or beats the same design
-/// over raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
+/// A probe decodes half a block on average, each key a serial chain of work, so small blocks
+/// make queries fast: at the smallest the compressed index keeps up with the same design over
+/// raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
 /// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
 /// there larger blocks are the only way to keep the index's memory small.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {

@@ -135,14 +135,12 @@ pub struct OpenOptions {
     /// Linux only, ignored elsewhere), in parallel across tables.
     ///
     /// A mapped index otherwise takes a page fault the first time each page is touched: a
-    /// minor fault (the page is cached, only the mapping is missing) costs about a microsecond,
-    /// and a query touches t random pages, so a fresh process with a warm page cache spends
-    /// a quarter or more of its query time mapping pages (100M fingerprints, design 10, one
-    /// thread of a 16-core Xeon: 10.4 µs/query against 7.4 populated; BENCHMARKS.md, issue 16
-    /// fifth step). Populating pays that once, up front (about
-    /// 0.1 s per GB already cached, a sequential read per GB that is not), and keeps latency flat
-    /// from the first query: for services that open once and query for long. A one-shot lookup
-    /// of a few fingerprints should not populate.
+    /// minor fault (the page is cached, only the mapping is missing) is not free, and a query
+    /// touches t random pages, so a fresh process with a warm page cache spends a good part of
+    /// its first queries' time mapping pages (measured in BENCHMARKS.md). Populating pays that
+    /// once, up front (a sequential read of what is not cached), and keeps latency flat from
+    /// the first query: for services that open once and query for long. A one-shot lookup of a
+    /// few fingerprints should not populate.
     pub populate: bool,
 }
 
