@@ -92,36 +92,52 @@ impl DocArgs {
         ))
     }
 
-    /// Learn IDF weights from the corpus in a first pass (features only, on all cores), and use
-    /// them from now on. Inputs that can be read only once are copied first.
-    pub fn learn_corpus_idf(&mut self) -> Result<()> {
+    /// Learn IDF weights from the corpus's sample (`simhash::IdfSample`) in a first pass on all
+    /// cores: every document is read and digested, only the sample's are tokenized. Inputs
+    /// that can be read only once are copied first.
+    pub fn learn_corpus_idf(&mut self) -> Result<Arc<IdfTable>> {
         self.spool_once_only_inputs()?;
         let h = Simhasher::new(
             SimhashOptions::default()
                 .with_shingle(self.shingle)
                 .with_weights(None),
         )?;
-        let mut total = simhash::DfCounter::default();
+        let mut total = simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS);
         self.silent_skips = true;
         let read = read_docs(self, |docs| {
+            // Documents past what the sample already holds cannot enter it.
+            let bound = total.bound().unwrap_or(u64::MAX);
             let part = docs
                 .par_iter()
-                .fold(simhash::DfCounter::default, |mut c, d| {
-                    let f: Vec<u64> = h.features(&d.text).into_iter().map(|(f, _)| f).collect();
-                    c.add(&f);
-                    c
-                })
-                .reduce(simhash::DfCounter::default, |mut a, b| {
-                    a.merge(b);
-                    a
-                });
+                .fold(
+                    || simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS),
+                    |mut s, d| {
+                        let digest = simhash::text_digest(&d.text);
+                        if digest <= bound {
+                            s.add(digest, || {
+                                h.features(&d.text).into_iter().map(|(f, _)| f).collect()
+                            });
+                        } else {
+                            s.skip();
+                        }
+                        s
+                    },
+                )
+                .reduce(
+                    || simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS),
+                    |mut a, b| {
+                        a.merge(b);
+                        a
+                    },
+                );
             total.merge(part);
             Ok(())
         });
         self.silent_skips = false;
         read?;
-        self.corpus_idf = Some(Arc::new(total.finish(self.shingle)));
-        Ok(())
+        let t = Arc::new(total.finish(self.shingle));
+        self.corpus_idf = Some(Arc::clone(&t));
+        Ok(t)
     }
 
     fn hasher(&self) -> Result<Simhasher> {

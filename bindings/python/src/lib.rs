@@ -29,6 +29,8 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyIdf>()?;
     m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(text::doc_freqs, m)?)?;
+    m.add_function(wrap_pyfunction!(text::text_digests, m)?)?;
+    m.add("IDF_SAMPLE_DOCS", simdex::simhash::IDF_SAMPLE_DOCS)?;
     m.add_function(wrap_pyfunction!(dedup::dedup_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::verify_texts, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::jaccard_pairs, m)?)?;

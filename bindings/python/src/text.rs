@@ -7,13 +7,12 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 
 use crate::args::Threads;
-use rayon::prelude::*;
 use simdex::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 use crate::arrays::{out, u64_array};
 use crate::errors::{invalid, to_py};
 use crate::runtime::{LONG_CALL, detached_watched};
-use crate::texts::{Texts, hash_all, visible};
+use crate::texts::{Texts, hash_all};
 
 /// IDF weights learned from a corpus (see the stubs).
 #[pyclass(module = "simdex._simdex", name = "Idf", frozen)]
@@ -62,21 +61,23 @@ pub fn hash_texts<'py>(
 
 /// Document frequencies of texts (as for `hash_texts`): internal, called by
 /// `simdex.distributed.doc_freqs`. Returns (feature hashes ascending, documents holding each,
-/// documents counted): one partition's share of a distributed IDF count.
+/// documents counted): one partition's share of a distributed IDF count. With `bound`, only
+/// the texts whose IDF sample digest is at most `bound` are counted.
 #[pyfunction]
-#[pyo3(signature = (texts, *, shingle=2, html=false, threads=None))]
+#[pyo3(signature = (texts, *, shingle=2, html=false, threads=None, bound=None))]
 pub fn doc_freqs<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
     shingle: usize,
     html: bool,
     threads: Option<Threads>,
+    bound: Option<u64>,
 ) -> PyResult<DocFreqs<'py>> {
     let h = hasher(shingle, None)?;
     let t = Texts::from_py(texts)?;
     let long = t.len() > LONG_CALL;
     let (f, c, n) = detached_watched(py, threads, long, move |cancel| {
-        let counter = crate::texts::doc_freqs(&t, &h, html, cancel)?;
+        let counter = crate::texts::doc_freqs(&t, &h, html, bound, cancel)?;
         let n = counter.docs();
         let (f, c) = counter
             .into_sorted()
@@ -85,6 +86,24 @@ pub fn doc_freqs<'py>(
         Ok((f, c, n))
     })?;
     Ok((out(py, f), out(py, c), n))
+}
+
+/// The IDF sample digest of each text (`simdex::simhash::text_digest` of what is tokenized):
+/// internal, called by `simdex.distributed.text_digests`.
+#[pyfunction]
+#[pyo3(signature = (texts, *, html=false, threads=None))]
+pub fn text_digests<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    html: bool,
+    threads: Option<Threads>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let t = Texts::from_py(texts)?;
+    let long = t.len() > LONG_CALL;
+    let d = detached_watched(py, threads, long, move |cancel| {
+        crate::texts::digests(&t, html, cancel)
+    })?;
+    Ok(out(py, d))
 }
 
 /// (feature hashes, document counts, documents).
@@ -106,17 +125,7 @@ impl PyIdf {
         let texts = Texts::from_py(texts)?;
         let long = texts.len() > LONG_CALL;
         let table = detached_watched(py, threads, long, move |cancel| {
-            let feats: Vec<Vec<u64>> = (0..texts.len())
-                .into_par_iter()
-                .map(|i| {
-                    cancel.check()?;
-                    Ok(h.features(&visible(texts.get(i), html))
-                        .into_iter()
-                        .map(|(f, _)| f)
-                        .collect())
-                })
-                .collect::<simdex::Result<_>>()?;
-            Ok(IdfTable::build(shingle, feats.iter().map(|v| &v[..])))
+            crate::texts::learn_idf(&texts, &h, shingle, html, cancel)
         })?;
         Ok(PyIdf {
             table: Arc::new(table),
@@ -124,14 +133,16 @@ impl PyIdf {
     }
 
     /// The weights from document frequencies counted elsewhere (e.g. by `doc_freqs` on each
-    /// partition of a distributed corpus, summed per feature): equal to `learn` on the whole.
+    /// partition of a distributed corpus, summed per feature) over `docs` documents, a sample
+    /// of a corpus of `corpus` (default: `docs`): equal to `learn` on the whole.
     #[staticmethod]
-    #[pyo3(signature = (features, counts, docs, *, shingle=2))]
+    #[pyo3(signature = (features, counts, docs, *, shingle=2, corpus=None))]
     fn from_counts(
         features: &Bound<'_, PyAny>,
         counts: &Bound<'_, PyAny>,
         docs: u64,
         shingle: usize,
+        corpus: Option<u64>,
     ) -> PyResult<PyIdf> {
         let f = u64_array(features, "features")?;
         let c = u64_array(counts, "counts")?;
@@ -146,7 +157,7 @@ impl PyIdf {
         hasher(shingle, None)?;
         let counter = DfCounter::from_counts(docs, f.iter().copied().zip(c.iter().copied()));
         Ok(PyIdf {
-            table: Arc::new(counter.finish(shingle)),
+            table: Arc::new(counter.finish_for(shingle, corpus.unwrap_or(docs))),
         })
     }
 

@@ -177,6 +177,7 @@ pub fn doc_freqs(
     texts: &Texts,
     h: &Simhasher,
     html: bool,
+    bound: Option<u64>,
     cancel: &Cancel,
 ) -> simdex::Result<DfCounter> {
     (0..texts.len())
@@ -184,11 +185,11 @@ pub fn doc_freqs(
         .with_min_len(64)
         .try_fold(DfCounter::default, |mut c, i| {
             cancel.check()?;
-            let f: Vec<u64> = h
-                .features(&visible(texts.get(i), html))
-                .into_iter()
-                .map(|(f, _)| f)
-                .collect();
+            let text = visible(texts.get(i), html);
+            if bound.is_some_and(|b| simdex::simhash::text_digest(&text) > b) {
+                return Ok(c);
+            }
+            let f: Vec<u64> = h.features(&text).into_iter().map(|(f, _)| f).collect();
             c.add(&f);
             Ok(c)
         })
@@ -196,4 +197,31 @@ pub fn doc_freqs(
             a.merge(b);
             Ok(a)
         })
+}
+
+/// The IDF sample digest (`simdex::simhash::text_digest`) of each text's tokenized text.
+pub fn digests(texts: &Texts, html: bool, cancel: &Cancel) -> simdex::Result<Vec<u64>> {
+    (0..texts.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|i| {
+            cancel.check()?;
+            Ok(simdex::simhash::text_digest(&visible(texts.get(i), html)))
+        })
+        .collect()
+}
+
+/// IDF weights learned from the corpus's sample (`simdex::simhash::IdfSample`): every text
+/// digested, then only the sample's tokenized, on all cores.
+pub fn learn_idf(
+    texts: &Texts,
+    h: &Simhasher,
+    shingle: usize,
+    html: bool,
+    cancel: &Cancel,
+) -> simdex::Result<simdex::simhash::IdfTable> {
+    let d = digests(texts, html, cancel)?;
+    let n = d.len() as u64;
+    let bound = simdex::simhash::sample_bound(d, simdex::simhash::IDF_SAMPLE_DOCS);
+    Ok(doc_freqs(texts, h, html, bound, cancel)?.finish_for(shingle, n))
 }

@@ -270,6 +270,31 @@ def test_doc_freqs_sum_to_the_learned_idf() -> None:
     assert (simdex.hash(texts, idf=idf) == simdex.hash(texts, idf=simdex.Idf.learn(texts))).all()
 
 
+def test_one_idf_table_from_the_cli_python_and_spark(spark, tmp_path: Path) -> None:
+    """A corpus larger than the IDF sample: the sample is the same texts everywhere (chosen by
+    digest, not by order or partition), so the three learn one table, scaled to the corpus."""
+    n = simdex._simdex.IDF_SAMPLE_DOCS + 3000
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(300)]
+    texts = [
+        ("site header menu " if i % 4 == 0 else "") + " ".join(rng.choices(words, k=8)) + f" doc{i}"
+        for i in range(n)
+    ]
+    texts += texts[:50]  # copies count together
+    learned = simdex.Idf.learn(texts)
+    assert learned.docs == len(texts)
+    shuffled = texts[::-1]
+    assert simdex.Idf.learn(shuffled) == learned
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(shuffled)))
+    cli("idf", "--jsonl", "--quiet", "--out", str(tmp_path / "t.idf"), str(path))
+    assert simdex.Idf.load(tmp_path / "t.idf") == learned
+    from simdex._spark_stages import _learn_idf
+
+    df = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
+    assert _learn_idf(spark, df, 2, False) == learned
+
+
 # -- Hardening III (issue 25) -------------------------------------------------------------------
 
 

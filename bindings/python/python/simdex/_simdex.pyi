@@ -23,12 +23,18 @@ class Idf:
     def learn(
         texts: _Texts, *, shingle: int = 2, html: bool = False, threads: int | None = None
     ) -> Idf:
-        """Learn weights from texts (each document's distinct shingles)."""
+        """Learn weights from texts (each document's distinct shingles): from the corpus's IDF
+        sample, the ``IDF_SAMPLE_DOCS`` texts with the smallest digests (all texts when there
+        are fewer), scaled to the whole corpus; the table ``simdex dedup`` and the Spark job
+        learn from the same texts (format-spec/simhash.md, "IDF weights")."""
     @staticmethod
-    def from_counts(features: _U64, counts: _U64, docs: int, *, shingle: int = 2) -> Idf:
+    def from_counts(
+        features: _U64, counts: _U64, docs: int, *, shingle: int = 2, corpus: int | None = None
+    ) -> Idf:
         """Weights from document frequencies counted elsewhere (per feature, summed over
-        partitions: see :func:`simdex.distributed.doc_freqs`); equal to :meth:`learn` on the
-        whole corpus."""
+        partitions: see :func:`simdex.distributed.doc_freqs`) over ``docs`` documents, the
+        sample of a corpus of ``corpus`` documents (default ``docs``); equal to :meth:`learn`
+        on the whole corpus when the counted documents are its sample."""
     @staticmethod
     def from_text(text: str) -> Idf:
         """A table from its text form (:meth:`to_text`)."""
@@ -207,7 +213,11 @@ def doc_freqs(
     shingle: int = 2,
     html: bool = False,
     threads: int | None = None,
+    bound: int | None = None,
 ) -> tuple[_U64, _U64, int]: ...
+def text_digests(texts: _Texts, *, html: bool = False, threads: int | None = None) -> _U64: ...
+
+IDF_SAMPLE_DOCS: int
 def jaccard_pairs(
     a: _Texts, b: _Texts, *, t: float, html: bool = False, threads: int | None = None
 ) -> npt.NDArray[np.float64]: ...

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import Idf, InvalidArgument, _hash
+from . import Idf, InvalidArgument, _hash, _simdex
 from . import distributed as dist
 
 # Rounds of large-star / small-star before giving up (it converges in O(log² n) rounds).
@@ -42,16 +42,40 @@ def _name_stage(spark: Any, what: str) -> None:
 
 
 def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool) -> Idf:
-    """IDF weights by a distributed count: each batch's document frequencies, summed per
-    shingle (a null shingle carries the document count); only shingles in 2+ documents travel
-    to the driver (the rest weigh the default)."""
+    """IDF weights from the corpus's sample, as on one machine: every batch's smallest
+    ``IDF_SAMPLE_DOCS`` distinct text digests go to the driver, which takes the sample's bound;
+    then each batch's document frequencies over the texts at or below it, summed per shingle (a
+    null shingle carries the document count); only shingles in 2+ documents travel to the
+    driver (the rest weigh the default)."""
     from pyspark.sql import functions as F
 
     import pyarrow as pa
 
+    cap = _simdex.IDF_SAMPLE_DOCS
+
+    def digests(batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            d = np.unique(dist.text_digests(b.column(0), html=html, threads=1))[:cap]
+            # The batch's smallest digests, then a null digest carrying its document count.
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(np.append(d.view(np.int64), 0), mask=np.arange(len(d) + 1) == len(d)),
+                 pa.array(np.append(np.zeros(len(d), np.int64), b.num_rows))],
+                ["digest", "docs"],
+            )
+
+    _name_stage(spark, "idf: the sample's digests")
+    rows = texts.mapInArrow(digests, "digest long, docs long").toArrow()
+    is_count = rows.column("digest").is_null().to_numpy(zero_copy_only=False)
+    corpus = int(rows.column("docs").to_numpy()[is_count].sum())
+    bound = dist.sample_bound(
+        rows.column("digest").drop_null().to_numpy().astype(np.int64).view(np.uint64)
+    )
+
     def count(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:
-            f, c, docs = dist.doc_freqs(b.column(0), shingle=shingle, html=html, threads=1)
+            f, c, docs = dist.doc_freqs(
+                b.column(0), shingle=shingle, html=html, threads=1, bound=bound
+            )
             yield pa.RecordBatch.from_arrays(
                 [pa.array(np.append(f.view(np.int64), 0), mask=np.arange(len(f) + 1) == len(f)),
                  pa.array(np.append(c.view(np.int64), docs))],
@@ -72,7 +96,7 @@ def _learn_idf(spark: Any, texts: Any, shingle: int, html: bool) -> Idf:
     feats = feature.drop_null().to_numpy().astype(np.int64).view(np.uint64)
     counts = df[~is_docs].astype(np.int64).view(np.uint64)
     return Idf.from_counts(np.ascontiguousarray(feats), np.ascontiguousarray(counts), docs,
-                           shingle=shingle)
+                           shingle=shingle, corpus=corpus)
 
 
 def _hash_rows(rows: Any, id_type: Any, shingle: int, idf_bc: Any, html: bool) -> Any:

@@ -13,8 +13,10 @@ A self-join of n fingerprints at distance k runs as one shuffle:
    same pairs as ``Index.batch`` / ``simdex dedup`` on one machine.
 4. :func:`components` clusters the pairs when they fit one process.
 
-IDF weights are counted the same way: :func:`doc_freqs` on each partition, summed per feature,
-then :meth:`simdex.Idf.from_counts`.
+IDF weights are counted the same way, over the corpus's IDF sample (the
+``simdex._simdex.IDF_SAMPLE_DOCS`` texts with the smallest digests): :func:`text_digests` on each
+partition, :func:`sample_bound` of them all, then :func:`doc_freqs` with that bound on each
+partition, summed per feature, and :meth:`simdex.Idf.from_counts` with the corpus's size.
 """
 
 from __future__ import annotations
@@ -26,7 +28,16 @@ import numpy as np
 from . import _simdex
 from ._simdex import Idf
 
-__all__ = ["join_design", "bucket_keys", "bucket_pairs", "components", "doc_freqs", "Idf"]
+__all__ = [
+    "join_design",
+    "bucket_keys",
+    "bucket_pairs",
+    "components",
+    "doc_freqs",
+    "text_digests",
+    "sample_bound",
+    "Idf",
+]
 
 
 def join_design(n: int, k: int, name: str | None = None) -> tuple[str, int]:
@@ -61,12 +72,40 @@ def components(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def doc_freqs(
-    texts: Sequence[str] | Any, *, shingle: int = 2, html: bool = False, threads: int | None = None
+    texts: Sequence[str] | Any,
+    *,
+    shingle: int = 2,
+    html: bool = False,
+    threads: int | None = None,
+    bound: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One partition's document frequencies: ``(features, counts, docs)``, the feature hashes
-    ascending, how many of the texts hold each, and how many texts were counted. Sum the counts
-    per feature over all partitions and pass them to :meth:`simdex.Idf.from_counts`: the result
-    equals :meth:`simdex.Idf.learn` on the whole corpus. ``texts`` as for :func:`simdex.hash`."""
+    ascending, how many of the texts hold each, and how many texts were counted (with
+    ``bound``, only the texts whose :func:`text_digests` are at most ``bound``). Sum the counts
+    per feature over all partitions and pass them to :meth:`simdex.Idf.from_counts` (with
+    ``corpus=`` the corpus's size): with the bound of :func:`sample_bound`, the result equals
+    :meth:`simdex.Idf.learn` on the whole corpus. ``texts`` as for :func:`simdex.hash`."""
     from . import _texts
 
-    return _simdex.doc_freqs(_texts(texts), shingle=shingle, html=html, threads=threads)
+    return _simdex.doc_freqs(
+        _texts(texts), shingle=shingle, html=html, threads=threads, bound=bound
+    )
+
+
+def text_digests(
+    texts: Sequence[str] | Any, *, html: bool = False, threads: int | None = None
+) -> np.ndarray:
+    """Each text's IDF sample digest (``uint64``): xxh3-64 of the text that is tokenized."""
+    from . import _texts
+
+    return _simdex.text_digests(_texts(texts), html=html, threads=threads)
+
+
+def sample_bound(digests: np.ndarray) -> int | None:
+    """The IDF sample's bound for a corpus with these digests (each partition may pass only its
+    ``IDF_SAMPLE_DOCS`` smallest distinct ones): the largest of the ``IDF_SAMPLE_DOCS``
+    smallest distinct digests, or ``None`` when there are no more than that (every text is in
+    the sample)."""
+    d = np.unique(np.asarray(digests, dtype=np.uint64))
+    n = _simdex.IDF_SAMPLE_DOCS
+    return int(d[n - 1]) if len(d) > n else None

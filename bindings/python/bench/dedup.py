@@ -1,0 +1,210 @@
+"""Dedup of a generated corpus: simdex (Python and CLI, plain and verified) beside rensa and
+datasketch on the same file, in one run (opt-in, not in CI).
+
+    .venv/bin/pip install rensa datasketch
+    .venv/bin/python bindings/python/bench/dedup.py --n 100000 [--methods simdex,simdex-verify,cli,cli-verify,rensa,datasketch]
+
+The corpus: `--n` documents of 200 words drawn from a Zipfian vocabulary of 50 000 words
+(exponent 1.1), 5% of them planted near-duplicates of an earlier document with 0-5% of their
+words substituted (uniform). Written once to Parquet (id, text) and JSON Lines under `--dir`.
+Each method runs in its own process; the table gives documents per second (wall time, reading
+the file included), the process's peak RSS, precision (the share of reported pairs whose word
+3-shingle sets, whitespace tokens, have Jaccard >= 0.9) and recall (the share of planted pairs
+with Jaccard >= 0.9 that the method puts together: same cluster, or a reported pair).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+VOCAB = 50_000
+WORDS = 200
+PLANTED = 0.05
+MAX_SUB = 0.05
+THRESHOLD = 0.9
+
+
+def generate(n: int, out: Path, seed: int = 7) -> None:
+    """The corpus as Parquet (id, text), JSON Lines and the planted pairs (npy)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = np.array(
+        ["".join(rng.choice(letters, size=int(rng.integers(2, 10)))) for _ in range(VOCAB)]
+    )
+    ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
+    p = ranks**-1.1
+    p /= p.sum()
+    words = rng.choice(VOCAB, size=(n, WORDS), p=p)
+    planted = []
+    for i in np.flatnonzero(rng.random(n) < PLANTED):
+        if i == 0:
+            continue
+        src = int(rng.integers(0, i))
+        row = words[src].copy()
+        subs = int(rng.integers(0, int(WORDS * MAX_SUB) + 1))
+        at = rng.choice(WORDS, size=subs, replace=False)
+        row[at] = rng.choice(VOCAB, size=subs, p=p)
+        words[i] = row
+        planted.append((src, int(i)))
+    texts = [" ".join(vocab[w]) for w in words]
+    ids = np.arange(n, dtype=np.int64)
+    pq.write_table(pa.table({"id": ids, "text": texts}), out / "corpus.parquet")
+    with open(out / "corpus.jsonl", "w") as f:
+        for i, t in zip(ids, texts):
+            f.write(json.dumps({"id": int(i), "text": t}) + "\n")
+    np.save(out / "planted.npy", np.array(planted, dtype=np.int64).reshape(-1, 2))
+
+
+def shingles(text: str) -> set[int]:
+    w = text.split()
+    return {hash(" ".join(w[i : i + 3])) for i in range(max(len(w) - 2, 1))}
+
+
+def jaccard(a: str, b: str) -> float:
+    x, y = shingles(a), shingles(b)
+    return len(x & y) / len(x | y) if x or y else 0.0
+
+
+# Each method: read the Parquet file, return (pairs as an (m, 2) int array, cluster labels or None).
+def m_simdex(path: Path, verify: bool):
+    import pyarrow.parquet as pq
+
+    import simdex
+
+    texts = pq.read_table(path, columns=["text"]).column("text")
+    if verify:
+        clusters, pairs = simdex.dedup(texts, verify=THRESHOLD, return_pairs=True)
+    else:
+        clusters, pairs = simdex.dedup(texts, return_pairs=True)
+    return np.stack([pairs[0], pairs[1]], axis=1), clusters
+
+
+def m_cli(path: Path, verify: bool):
+    jsonl = path.with_suffix(".jsonl")
+    cmd = [os.environ.get("SIMDEX", "target/release/simdex"), "dedup", "--jsonl", "--quiet", str(jsonl)]
+    if verify:
+        cmd += ["--verify", f"jaccard:{THRESHOLD}"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    pairs = [tuple(int(x) for x in line.split("\t")[:2]) for line in out.splitlines() if line]
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2), None
+
+
+def m_rensa(path: Path):
+    import pyarrow.parquet as pq
+    from rensa import RMinHash, RMinHashLSH
+
+    texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
+    lsh = RMinHashLSH(threshold=THRESHOLD, num_perm=128, num_bands=16)
+    hashes = []
+    for i, t in enumerate(texts):
+        w = t.split()
+        m = RMinHash(num_perm=128, seed=42)
+        m.update([" ".join(w[j : j + 3]) for j in range(max(len(w) - 2, 1))])
+        lsh.insert(i, m)
+        hashes.append(m)
+    pairs = {(min(i, j), max(i, j)) for i, m in enumerate(hashes) for j in lsh.query(m) if j != i}
+    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2), None
+
+
+def m_datasketch(path: Path):
+    import pyarrow.parquet as pq
+    from datasketch import MinHash, MinHashLSH
+
+    texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=128)
+    pairs = set()
+    for i, t in enumerate(texts):
+        w = t.split()
+        m = MinHash(num_perm=128)
+        m.update_batch([" ".join(w[j : j + 3]).encode() for j in range(max(len(w) - 2, 1))])
+        for j in lsh.query(m):
+            pairs.add((j, i))
+        lsh.insert(i, m)
+    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2), None
+
+
+METHODS = {
+    "simdex": lambda p: m_simdex(p, False),
+    "simdex-verify": lambda p: m_simdex(p, True),
+    "cli": lambda p: m_cli(p, False),
+    "cli-verify": lambda p: m_cli(p, True),
+    "rensa": m_rensa,
+    "datasketch": m_datasketch,
+}
+
+
+def child(method: str, path: Path, out: Path) -> None:
+    t0 = time.perf_counter()
+    pairs, clusters = METHODS[method](path)
+    wall = time.perf_counter() - t0
+    np.save(out / f"{method}.pairs.npy", pairs)
+    if clusters is not None:
+        np.save(out / f"{method}.clusters.npy", np.asarray(clusters))
+    rss = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    )
+    print(json.dumps({"wall": wall, "rss_kb": rss}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--methods", default="simdex,simdex-verify,cli,cli-verify,rensa,datasketch")
+    ap.add_argument("--child", default=None)
+    a = ap.parse_args()
+    d = a.dir or Path(f"/tmp/simdex-dedup-{a.n}")
+    if a.child:
+        child(a.child, d / "corpus.parquet", d)
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / "corpus.parquet").exists():
+        t0 = time.perf_counter()
+        generate(a.n, d)
+        print(f"generated {a.n} documents in {time.perf_counter() - t0:.1f} s under {d}", file=sys.stderr)
+    import pyarrow.parquet as pq
+
+    texts = pq.read_table(d / "corpus.parquet", columns=["text"]).column("text").to_pylist()
+    planted = np.load(d / "planted.npy")
+    truth = {(int(a), int(b)) for a, b in planted if jaccard(texts[a], texts[b]) >= THRESHOLD}
+    print(f"## Dedup of {a.n} generated documents ({len(truth)} planted pairs at Jaccard >= {THRESHOLD}), "
+          f"{os.cpu_count()} cores\n")
+    print("| method | docs/s | peak RSS | pairs | precision | recall |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for m in a.methods.split(","):
+        r = subprocess.run([sys.executable, __file__, "--n", str(a.n), "--dir", str(d), "--child", m],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"| {m} | failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode} | | | | |")
+            continue
+        stats = json.loads(r.stdout.strip().splitlines()[-1])
+        pairs = np.load(d / f"{m}.pairs.npy")
+        found = {(int(min(x, y)), int(max(x, y))) for x, y in pairs}
+        good = sum(jaccard(texts[x], texts[y]) >= THRESHOLD for x, y in found)
+        cpath = d / f"{m}.clusters.npy"
+        if cpath.exists():
+            c = np.load(cpath)
+            hit = sum(c[x] == c[y] for x, y in truth)
+        else:
+            hit = len(truth & found)
+        prec = good / len(found) if found else 1.0
+        rec = hit / len(truth) if truth else 1.0
+        print(f"| {m} | {a.n / stats['wall']:,.0f} | {stats['rss_kb'] / 1024**2:.2f} GB | {len(found):,} | "
+              f"{prec:.3f} | {rec:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
