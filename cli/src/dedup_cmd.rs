@@ -36,54 +36,15 @@ pub struct DedupArgs {
     pub weights: Weights,
     /// Candidate distance when verifying (0..=16). Default 11: on template-heavy pages,
     /// near-duplicates at Jaccard 0.9 lie up to 10-12 bits apart (measured; BENCHMARKS.md).
-    /// Above 7 the candidates come from a scan of all pairs of fingerprints (n²/2 popcounts,
-    /// at most 500 000 documents), at 7 or below from the index.
+    /// Above 7 the candidates come from an in-memory join over blocks of bits (the pigeonhole
+    /// principle with a probe radius), at 7 or below from the index self-join.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub candidate_k: Option<u32>,
 }
 
-use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, MAX_SCAN_DOCS};
+use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K};
 use simdex::dedup::{Candidates, Clusters};
 
-/// `--verify` with candidates beyond the index's k: the all-pairs popcount scan, each
-/// candidate verified as it is found (nothing materialized but the verified pairs).
-#[allow(clippy::too_many_arguments)]
-fn verify_by_scan(
-    a: &DedupArgs,
-    fps: &[u64],
-    ids: &[String],
-    sets: &[Vec<u64>],
-    k: u32,
-    t: f64,
-    featureless: u64,
-    bad: u64,
-    started: std::time::Instant,
-) -> Result<()> {
-    let (verified, candidates) = rule::verify_scan(fps, sets, k, t);
-    let text = if a.clusters {
-        let mut c = Clusters::new(fps.len());
-        for &(i, j, _, _) in &verified {
-            c.join(i as usize, j as usize);
-        }
-        cluster_lines(&mut c, ids)
-    } else {
-        verified_lines(&verified, ids)
-    };
-    write_text(a, &text)?;
-    if !a.docs.quiet {
-        eprintln!(
-            "verified: {candidates} candidate pairs within k = {k} (all-pairs scan), {} with \
-             word 3-shingle Jaccard >= {t} ({:.2?} in all); {} documents{}",
-            verified.len(),
-            started.elapsed(),
-            fps.len() as u64 + featureless,
-            skipped_note(featureless, bad)
-        );
-    }
-    Ok(())
-}
-
-/// The summary's tail: documents left out for having no word, and bad lines skipped.
 fn skipped_note(featureless: u64, bad: u64) -> String {
     let mut note = String::new();
     if featureless > 0 {
@@ -194,18 +155,6 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             Ok(())
         },
     )?;
-    if let Some(t) = verify
-        && k > simdex::design::MAX_K
-    {
-        if fps.len() > MAX_SCAN_DOCS {
-            return Err(Error::InvalidArgument(format!(
-                "--candidate-k {k} scans all pairs of {} documents, over the budget of \
-                 {MAX_SCAN_DOCS}: use --candidate-k 7 or less (the index join)",
-                fps.len()
-            )));
-        }
-        return verify_by_scan(&a, &fps, &ids, &sets, k, t, featureless, bad, started);
-    }
     // Documents by fingerprint, and pairs of distinct fingerprints from the index self-join.
     let tmp = match &a.out {
         Some(p) => p

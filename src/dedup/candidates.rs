@@ -1,5 +1,5 @@
 //! Candidate pairs of a corpus: documents grouped by fingerprint, distinct fingerprints joined
-//! within k by the index self-join.
+//! within k by the index self-join (k up to an index's 7) or the block join (`wide`, beyond).
 
 use rayon::prelude::*;
 
@@ -49,7 +49,13 @@ impl Candidates {
         rows.par_sort_unstable();
         let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
         distinct.dedup();
-        let joined = crate::index::self_join(&distinct, k, tmp, mem_bytes, progress)?;
+        // Within an index's k, the index self-join (bounded memory); beyond it (verification's
+        // candidates), the in-memory block join.
+        let joined = if k <= crate::design::MAX_K {
+            crate::index::self_join(&distinct, k, tmp, mem_bytes, progress)?
+        } else {
+            super::wide::wide_join(&distinct, k, progress)?
+        };
         Ok(Candidates {
             rows,
             joined,

@@ -10,6 +10,7 @@
 mod candidates;
 mod clusters;
 pub mod verify;
+pub mod wide;
 
 pub use candidates::Candidates;
 pub use clusters::Clusters;

@@ -89,53 +89,6 @@ pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
 pub const DEFAULT_CANDIDATE_K: u32 = 11;
 /// The largest candidate distance of verified dedup.
 pub const MAX_CANDIDATE_K: u32 = 16;
-/// Most documents whose candidates come from the all-pairs scan (beyond the index's k): n²/2
-/// popcounts, 500 000 documents about two minutes on one core. The same budget everywhere.
-pub const MAX_SCAN_DOCS: usize = 500_000;
-
-/// Verification without materialized candidates: every pair (i, j), i < j, with
-/// `fps[i]` and `fps[j]` within `k` bits (any k, beyond the index's 7) and sets of Jaccard ≥ `t`,
-/// as `(i, j, distance, jaccard)` sorted; and the number of candidates. The candidate scan is
-/// n²/2 XOR-and-popcounts on all cores, quadratic in n, so callers bound n (`dedup --verify`
-/// does above 7 bits).
-pub fn verify_scan(
-    fps: &[u64],
-    sets: &[Vec<u64>],
-    k: u32,
-    t: f64,
-) -> (Vec<(u32, u32, u32, f64)>, u64) {
-    let n = fps.len();
-    let (mut out, candidates) = (0..n)
-        .into_par_iter()
-        .with_min_len(64)
-        .fold(
-            || (Vec::new(), 0u64),
-            |(mut out, mut c), i| {
-                let (fi, a) = (fps[i], &sets[i]);
-                for j in i + 1..n {
-                    let d = (fi ^ fps[j]).count_ones();
-                    if d > k {
-                        continue;
-                    }
-                    c += 1;
-                    if let Some(jac) = verify_pair(a, &sets[j], t) {
-                        out.push((i as u32, j as u32, d, jac));
-                    }
-                }
-                (out, c)
-            },
-        )
-        .reduce(
-            || (Vec::new(), 0),
-            |(mut a, ca), (b, cb)| {
-                a.extend(b);
-                (a, ca + cb)
-            },
-        );
-    out.sort_unstable_by_key(|p| (p.0, p.1));
-    (out, candidates)
-}
-
 /// The Jaccard similarity of two ascending distinct sets if it is at least `t`, else `None`,
 /// stopping the merge as soon as too many elements were found on one side only: J ≥ t needs
 /// |A ∩ B| ≥ t (|A| + |B|) / (1 + t), so at most |A| + |B| − 2 ⌈that⌉ elements may be

@@ -60,9 +60,9 @@ impl Default for Mixed {
     fn default() -> Self {
         use std::sync::OnceLock;
         static SEED: OnceLock<u64> = OnceLock::new();
-        Mixed(*SEED.get_or_init(|| {
-            std::collections::hash_map::RandomState::new().hash_one(0u64) | 1
-        }))
+        Mixed(
+            *SEED.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u64) | 1),
+        )
     }
 }
 
@@ -109,7 +109,10 @@ pub fn sample_bound(mut digests: Vec<u64>, size: usize) -> Option<u64> {
     let size = size.max(1);
     digests.sort_unstable();
     digests.dedup();
-    digests.get(size - 1).copied().filter(|_| digests.len() > size)
+    digests
+        .get(size - 1)
+        .copied()
+        .filter(|_| digests.len() > size)
 }
 
 /// The sample an IDF table is learned from: the documents whose [`text_digest`]s are the
@@ -306,7 +309,11 @@ impl DfCounter {
             .into_iter()
             .filter(|&(_, c)| c > 1)
             .map(|(h, c)| {
-                let df = if corpus == n { c } else { (c as f64 * scale).round() as u64 };
+                let df = if corpus == n {
+                    c
+                } else {
+                    (c as f64 * scale).round() as u64
+                };
                 (h, weight(corpus, df) as u32)
             })
             .collect();
@@ -491,7 +498,10 @@ mod tests {
         // sample's error; unique features weigh the corpus's default.
         let whole = IdfTable::build(2, docs.iter().map(|(_, f)| &f[..]));
         let (ws, wf) = (a.weight(1) as f64, whole.weight(1) as f64);
-        assert!((ws - wf).abs() / wf < 0.1, "template: sample {ws}, whole {wf}");
+        assert!(
+            (ws - wf).abs() / wf < 0.1,
+            "template: sample {ws}, whole {wf}"
+        );
         assert_eq!(a.weight(u64::MAX), whole.weight(u64::MAX));
         assert_eq!(a.docs(), 5000);
     }

@@ -89,7 +89,7 @@ pub fn dedup_fingerprints<'py>(
 /// Verified near-duplicates of texts: internal, called by `simdex.dedup(..., verify=T)`.
 ///
 /// Candidates are the rows whose `fingerprints` lie within `k` bits (the index self-join for
-/// k <= 7, the all-pairs scan above, for at most 500 000 rows); each is kept if the word
+/// k <= 7, the block join above); each is kept if the word
 /// 3-shingle sets of the two texts have Jaccard >= `t`. Returns the cluster of every row (the
 /// smallest row of its component of verified pairs) and the verified pairs (row_a, row_b,
 /// distance, jaccard).
@@ -132,34 +132,30 @@ pub fn verify_texts<'py>(
             rule::MAX_CANDIDATE_K
         )));
     }
-    const MAX_SCAN: usize = rule::MAX_SCAN_DOCS;
-    if k > simdex::design::MAX_K && fps.len() > MAX_SCAN {
-        return Err(invalid(format!(
-            "candidate_k = {k} scans all pairs of {} rows, over the budget of {MAX_SCAN}: use \
-             candidate_k <= 7",
-            fps.len()
-        )));
-    }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let long = fps.len() > LONG_CALL;
     let (clusters, verified) = detached_watched(py, threads, long, move |cancel| {
+        // Candidates first (the index self-join, or the block join beyond k = 7), then the
+        // shingle sets of the rows in a candidate pair only.
+        let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?.pairs();
+        let mut wanted = vec![false; texts.len()];
+        for &(a, b, _) in &cand {
+            wanted[a as usize] = true;
+            wanted[b as usize] = true;
+        }
         let sets: Vec<Vec<u64>> = (0..texts.len())
             .into_par_iter()
+            .with_min_len(64)
             .map(|i| {
                 cancel.check()?;
-                Ok(rule::shingle_set(
-                    &visible(texts.get(i), html),
-                    rule::TRUTH_SHINGLE,
-                ))
+                Ok(if wanted[i] {
+                    rule::shingle_set(&visible(texts.get(i), html), rule::TRUTH_SHINGLE)
+                } else {
+                    Vec::new()
+                })
             })
             .collect::<simdex::Result<_>>()?;
-        let verified = if k > simdex::design::MAX_K {
-            rule::verify_scan(fps, &sets, k, t).0
-        } else {
-            // Candidates from the index: rows of equal fingerprints, and rows of joined ones.
-            let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?.pairs();
-            rule::verify(&sets, &cand, t)
-        };
+        let verified = rule::verify(&sets, &cand, t);
         let n = fps.len();
         let mut clusters = Clusters::new(n);
         for &(a, b, _, _) in &verified {

@@ -118,40 +118,41 @@ pub fn components<'py>(
     Ok((out(py, nodes), out(py, roots)))
 }
 
-/// Share `part` of `parts` of the all-pairs scan of distinct fingerprints: every pair (i, j),
-/// i < j, i ≡ part (mod parts), within `k` bits (any k up to 64: the candidates of verified dedup
-/// beyond the index's 7, as `simdex dedup --verify` scans them), as index arrays (i, j, distance).
-/// Interleaving the rows of `i` gives every share about the same number of pairs.
+/// Share `part` of `parts` of the block join of distinct fingerprints beyond an index's k
+/// (`simdex::dedup::wide`, the candidates of verified dedup as `simdex dedup --verify` finds
+/// them): the pairs within `k` bits whose smaller fingerprint is `fingerprints[i]` with
+/// i ≡ part (mod parts), as (a, b, distance) with a < b.
 #[pyfunction]
 #[pyo3(signature = (fingerprints, k, part, parts))]
-pub fn scan_pairs<'py>(
+pub fn wide_pairs<'py>(
     py: Python<'py>,
     fingerprints: &Bound<'py, PyAny>,
     k: Distance,
     part: usize,
     parts: usize,
-) -> PyResult<Pairs<'py>> {
-    if parts == 0 || part >= parts {
-        return Err(crate::errors::invalid(format!(
-            "part {part} of {parts}: give 0 <= part < parts"
-        )));
-    }
+) -> PyResult<WidePairs<'py>> {
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
     let k = k.0;
     let (a, b, c) = detached(py, Some(Threads(1)), move || {
-        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-        for i in (part..fps.len()).step_by(parts) {
-            for (j, &y) in fps.iter().enumerate().skip(i + 1) {
-                let d = (fps[i] ^ y).count_ones();
-                if d <= k {
-                    a.push(i as u32);
-                    b.push(j as u32);
-                    c.push(d);
-                }
-            }
-        }
-        Ok((a, b, c))
+        let pairs = simdex::dedup::wide::wide_join_part(
+            fps,
+            k,
+            part,
+            parts,
+            &simdex::progress::ProgressHandle::none(),
+        )?;
+        Ok(pairs
+            .into_iter()
+            .map(|p| (p.batch, p.stored, p.distance))
+            .collect::<(Vec<u64>, Vec<u64>, Vec<u32>)>())
     })?;
     Ok((out(py, a), out(py, b), out(py, c)))
 }
+
+/// (a, b, distance) arrays of fingerprint pairs.
+type WidePairs<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u32>>,
+);

@@ -38,12 +38,11 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::bucket_keys, m)?)?;
     m.add_function(wrap_pyfunction!(join::bucket_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(join::components, m)?)?;
-    m.add_function(wrap_pyfunction!(join::scan_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(join::wide_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl::parse_jsonl, m)?)?;
     use simdex::dedup::verify as rule;
     m.add("DEFAULT_CANDIDATE_K", rule::DEFAULT_CANDIDATE_K)?;
     m.add("MAX_CANDIDATE_K", rule::MAX_CANDIDATE_K)?;
-    m.add("MAX_SCAN_DOCS", rule::MAX_SCAN_DOCS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -133,14 +133,14 @@ def test_verified_dedup_equals_the_cli(spark, jsonl: Path) -> None:
 
 
 def test_verified_dedup_defaults_equal_the_cli(spark, jsonl: Path) -> None:
-    """The default candidate distance (11, beyond the index: the all-pairs scan, split over the
+    """The default candidate distance (11, beyond the index: the block join, split over the
     executors) and its answers are the CLI's (Spark capped it at 7 and found fewer pairs)."""
     r = ss.dedup(ss.read_corpus(spark, str(jsonl)), pairs=True, verify=0.5)
     want = cli("dedup", "--jsonl", "--quiet", "--verify", "jaccard:0.5", str(jsonl))
     got = "".join(f"{p.id_a}\t{p.id_b}\t{p.distance}\t{p.jaccard:.4f}\n" for p in r.pairs.collect())
     assert got == want
     assert max(p.distance for p in r.pairs.collect()) <= simdex._simdex.DEFAULT_CANDIDATE_K == 11
-    assert r.stats["design"] == "scan"
+    assert r.stats["design"] == "blocks"
 
 
 def test_spark_components_match_union_find(spark) -> None:

@@ -126,8 +126,9 @@ def dedup(
     bounded memory (``mem_bytes``, spilling under ``tmp``) on all cores.
 
     ``verify=T`` (texts only) gives exact answers: candidate rows within ``candidate_k`` bits
-    (default 11; above 7 an all-pairs scan of the fingerprints, at most 500 000 rows) are kept
-    only if their word 3-shingle sets have Jaccard >= T, and clusters come from kept pairs;
+    (default 11; above 7 from a join over blocks of bits, in memory) are kept only if their
+    word 3-shingle sets have Jaccard >= T (computed for the candidate rows only), and clusters
+    come from kept pairs;
     pairs are then ``(row_a, row_b, distance, jaccard)``. Fingerprints for verification use
     count weights (the widest candidate net), as ``simdex dedup --verify`` does.
     """

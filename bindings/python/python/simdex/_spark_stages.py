@@ -166,10 +166,11 @@ def _join(spark: Any, distinct: Any, design: str, tables: int, k: int, parts: in
     )
 
 
-def _scan_join(spark: Any, distinct: Any, k: int, parts: int) -> Any:
-    """Pairs (a, b, distance) of distinct fingerprints within k, for any k: the distinct
-    fingerprints (few: the caller bounds them) go to the driver and back to ``parts`` tasks as a
-    broadcast, and task s scans the pairs (i, j > i) with i = s mod ``parts``."""
+def _wide_join(spark: Any, distinct: Any, k: int, parts: int) -> Any:
+    """Pairs (a, b, distance) of distinct fingerprints within k beyond an index's 7: the block
+    join of ``simdex.dedup.wide`` (as ``simdex dedup --verify`` runs it), split over ``parts``
+    tasks. The distinct fingerprints (8 bytes each) go to the driver and back as a broadcast;
+    task s reports the pairs whose smaller fingerprint is at a position s modulo ``parts``."""
     import pyarrow as pa
 
     from . import _simdex
@@ -182,9 +183,9 @@ def _scan_join(spark: Any, distinct: Any, k: int, parts: int) -> Any:
         f = bc.value
         for b in batches:
             for s in b.column(0).to_numpy():
-                i, j, d = _simdex.scan_pairs(f, k, int(s), parts)
+                a, c, d = _simdex.wide_pairs(f, k, int(s), parts)
                 yield pa.RecordBatch.from_arrays(
-                    [pa.array(f[i].view(np.int64)), pa.array(f[j].view(np.int64)),
+                    [pa.array(a.view(np.int64)), pa.array(c.view(np.int64)),
                      pa.array(d.astype(np.int32))],
                     ["a", "b", "distance"],
                 )

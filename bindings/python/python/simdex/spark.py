@@ -47,7 +47,7 @@ from ._spark_stages import (
     _learn_idf,
     _name_stage,
     _row_pairs,
-    _scan_join,
+    _wide_join,
     _spark_components,
     _verify,
 )
@@ -220,9 +220,9 @@ def dedup(
     (0..=16, default 11; count weights unless ``weights="idf"`` or ``idf=``) are kept only if
     their word 3-shingle sets have Jaccard >= T, clusters come from kept pairs only, and pairs
     carry a ``jaccard`` column. Up to 7 bits the candidates come from the bucket join; above,
-    from an all-pairs scan of the distinct fingerprints split over the executors, for at most
-    ``simdex._simdex.MAX_SCAN_DOCS`` (500 000) rows, the CLI's budget. The texts of the
-    candidate pairs are read again and joined to them.
+    from the block join of the distinct fingerprints (``simdex.dedup.wide`` in the Rust
+    library, as the CLI runs it), split over the executors. The texts of the candidate pairs
+    are read again and joined to them.
 
     Ids must be unique among the good rows (``out/remove`` names rows by id): repeated ids are
     refused with their count and an example. An engine error on an executor is raised as the
@@ -277,7 +277,7 @@ def _dedup(
         k = candidate_k
         if weights == "auto":
             weights = "count"
-    scan = k > 7  # verified candidates beyond the index's k: the all-pairs scan
+    scan = k > 7  # verified candidates beyond the index's k: the block join
     if design is not None and not scan:
         dist.join_design(1, k, design)  # an unknown design, or one with radius > 0, fails here
     if text_column is not None and df.schema[text_column].dataType.simpleString() != "string":
@@ -355,16 +355,10 @@ def _dedup(
     _name_stage(spark, "distinct fingerprints")
     n_distinct = groups.count()
     if scan:
-        n_live = n_good - featureless
-        if n_live > _simdex.MAX_SCAN_DOCS:
-            raise InvalidArgument(
-                f"candidate_k = {k} scans all pairs of {n_live} documents, over the budget of "
-                f"{_simdex.MAX_SCAN_DOCS}: use candidate_k <= 7 (the bucket join)"
-            )
-        design_name, tables = "scan", 0
+        design_name, tables = "blocks", 0
         parts = partitions or spark.sparkContext.defaultParallelism
-        _name_stage(spark, f"candidates: all-pairs scan within {k} bits, {parts} tasks")
-        fp_pairs = _scan_join(spark, groups, k, parts)
+        _name_stage(spark, f"candidates: block join within {k} bits, {parts} tasks")
+        fp_pairs = _wide_join(spark, groups, k, parts)
     else:
         design_name, tables = dist.join_design(max(n_distinct, 1), k, design)
         parts = partitions or max(

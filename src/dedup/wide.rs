@@ -1,0 +1,261 @@
+//! The self-join at candidate distances beyond an index's k (verified dedup's default is 11):
+//! the pigeonhole principle over blocks of bits, in memory, on all cores.
+//!
+//! Cut the 64 bits into `m` blocks. Two fingerprints within `k` bits differ in at most
+//! `r = floor(k / m)` bits of some block, so every such pair shares, in some block, a value
+//! within `r` flips: each block is a table of the fingerprints bucketed by that block's value
+//! (a counting sort: one offset per value), and a fingerprint probes, in each table, every
+//! bucket within `r` flips of its own value. A pair is reported by the first table that covers
+//! it (whose block differs in at most `r` bits), from its smaller fingerprint: every pair within
+//! `k` exactly once, nothing beyond. The paper's tables with a probe radius, without files:
+//! the work is `m` tables of `sum_{i <= r} C(b, i)` probes and `n / 2^b` keys a probe, and
+//! [`plan`] picks the `m` that costs least for `n` fingerprints (blocks of at most 22 bits, so
+//! that a table's offsets stay within 16 MiB).
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::index::Pair;
+use crate::progress::ProgressHandle;
+
+/// The widest block: 2^22 bucket offsets (16 MiB) per table.
+const MAX_BLOCK_BITS: u32 = 22;
+
+/// Modelled nanoseconds of one bucket probe (an offset pair, mostly from cache, and the loop
+/// around it) and of one fingerprint compared in a bucket (a sequential load, XOR, POPCNT).
+const PROBE_NS: f64 = 8.0;
+const COMPARE_NS: f64 = 1.5;
+
+/// The blocks of a plan: `(first bit from the top, width)` each, covering all 64 bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Each block's shift (its value is `(fp >> shift) & mask`) and width.
+    pub blocks: Vec<(u32, u32)>,
+    /// Bits a probe flips at most in one block.
+    pub radius: u32,
+}
+
+fn binomial_sum(b: u32, r: u32) -> f64 {
+    let mut c = 1.0;
+    let mut s = 1.0;
+    for i in 1..=r.min(b) {
+        c = c * (b - i + 1) as f64 / i as f64;
+        s += c;
+    }
+    s
+}
+
+/// The cheapest plan for `n` fingerprints at distance `k` (at most 64): `m` blocks (as even as
+/// possible) of at most [`MAX_BLOCK_BITS`] bits, probed with radius `k / m`, minimizing the
+/// modelled probes and comparisons per fingerprint.
+pub fn plan(n: u64, k: u32) -> Plan {
+    let min_m = 64u32.div_ceil(MAX_BLOCK_BITS);
+    // m = k + 1 blocks need no flips at all; more only shrink the buckets further.
+    (min_m..=(k + 1).clamp(min_m, 64))
+        .map(|m| {
+            let blocks: Vec<(u32, u32)> = (0..m)
+                .scan(64u32, |top, i| {
+                    let w = 64 / m + u32::from(i < 64 % m);
+                    *top -= w;
+                    Some((*top, w))
+                })
+                .collect();
+            let radius = k / m;
+            let cost: f64 = blocks
+                .iter()
+                .map(|&(_, w)| {
+                    let probes = binomial_sum(w, radius);
+                    probes * (PROBE_NS + COMPARE_NS * n as f64 / 2f64.powi(w as i32))
+                })
+                .sum();
+            (Plan { blocks, radius }, cost)
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(p, _)| p)
+        .expect("at least one block count")
+}
+
+/// Every XOR mask of `w` bits with at most `r` bits set, 0 first.
+fn masks(w: u32, r: u32) -> Vec<u32> {
+    let mut out = vec![0u32];
+    let mut frontier = vec![(0u32, 0u32)]; // (mask, next bit)
+    for _ in 0..r {
+        let mut next = Vec::new();
+        for &(m, from) in &frontier {
+            for b in from..w {
+                let x = m | 1 << b;
+                out.push(x);
+                next.push((x, b + 1));
+            }
+        }
+        frontier = next;
+    }
+    out
+}
+
+/// Pairs of `fps` (distinct, any order) within `k` bits, as [`Pair`]s (`batch` < `stored`),
+/// sorted, each once. Memory: per block, a copy of the fingerprints and its offsets.
+pub fn wide_join(fps: &[u64], k: u32, progress: &ProgressHandle) -> Result<Vec<Pair>> {
+    wide_join_part(fps, k, 0, 1, progress)
+}
+
+/// The share of [`wide_join`] that part `part` of `parts` reports: the pairs whose smaller
+/// fingerprint is `fps[i]` with `i % parts == part`. The parts' pairs are disjoint and together
+/// the whole join, so a cluster engine can spread it over tasks that each hold `fps`.
+pub fn wide_join_part(
+    fps: &[u64],
+    k: u32,
+    part: usize,
+    parts: usize,
+    progress: &ProgressHandle,
+) -> Result<Vec<Pair>> {
+    if parts == 0 || part >= parts {
+        return Err(Error::InvalidArgument(format!(
+            "part {part} of {parts}: give 0 <= part < parts"
+        )));
+    }
+    if k > 64 {
+        return Err(Error::InvalidArgument(format!("k = {k} is beyond 64 bits")));
+    }
+    let n = fps.len();
+    let p = plan(n as u64, k);
+    // Per block: fingerprints sorted by the block's value (a counting sort), and offsets.
+    let tables: Vec<(Vec<u64>, Vec<u32>)> = p
+        .blocks
+        .par_iter()
+        .map(|&(shift, w)| {
+            let mask = (1u64 << w) - 1;
+            let mut offsets = vec![0u32; (1usize << w) + 1];
+            for &f in fps {
+                offsets[((f >> shift) & mask) as usize + 1] += 1;
+            }
+            for i in 1..offsets.len() {
+                offsets[i] += offsets[i - 1];
+            }
+            let mut at = offsets.clone();
+            let mut sorted = vec![0u64; n];
+            for &f in fps {
+                let v = ((f >> shift) & mask) as usize;
+                sorted[at[v] as usize] = f;
+                at[v] += 1;
+            }
+            (sorted, offsets)
+        })
+        .collect();
+    let block_masks: Vec<Vec<u32>> = p.blocks.iter().map(|&(_, w)| masks(w, p.radius)).collect();
+    let covers = |t: usize, x: u64| {
+        let (shift, w) = p.blocks[t];
+        ((x >> shift) & ((1u64 << w) - 1)).count_ones() <= p.radius
+    };
+    progress.stage("wide join", Some(n.div_ceil(parts) as u64))?;
+    let mine: Vec<u64> = fps.iter().skip(part).step_by(parts).copied().collect();
+    let pairs: Vec<Pair> = mine
+        .par_chunks(4096)
+        .map(|chunk| {
+            let mut out = Vec::new();
+            for &f in chunk {
+                for (t, (sorted, offsets)) in tables.iter().enumerate() {
+                    let (shift, w) = p.blocks[t];
+                    let v = ((f >> shift) & ((1u64 << w) - 1)) as u32;
+                    for &m in &block_masks[t] {
+                        let b = (v ^ m) as usize;
+                        for &g in &sorted[offsets[b] as usize..offsets[b + 1] as usize] {
+                            let x = f ^ g;
+                            let d = x.count_ones();
+                            // From the smaller of the two, by the first table covering it.
+                            if d <= k && f < g && !(0..t).any(|s| covers(s, x)) {
+                                out.push(Pair {
+                                    batch: f,
+                                    stored: g,
+                                    distance: d,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            progress.advance(chunk.len() as u64)?;
+            Ok(out)
+        })
+        .collect::<Result<Vec<Vec<Pair>>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    progress.finish();
+    let mut pairs = pairs;
+    pairs.par_sort_unstable();
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{flip_bits, random, splitmix64};
+
+    fn brute(fps: &[u64], k: u32) -> Vec<Pair> {
+        let mut v = Vec::new();
+        for (i, &a) in fps.iter().enumerate() {
+            for &b in &fps[i + 1..] {
+                let d = (a ^ b).count_ones();
+                if d <= k {
+                    let (x, y) = (a.min(b), a.max(b));
+                    v.push(Pair {
+                        batch: x,
+                        stored: y,
+                        distance: d,
+                    });
+                }
+            }
+        }
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn masks_enumerate_each_subset_once() {
+        let m = masks(10, 2);
+        assert_eq!(m.len(), 1 + 10 + 45);
+        let mut s = m.clone();
+        s.sort_unstable();
+        s.dedup();
+        assert_eq!(s.len(), m.len());
+    }
+
+    #[test]
+    fn plans_cover_all_bits_and_grow_with_n() {
+        for k in [0, 3, 8, 11, 16, 40] {
+            for n in [10u64, 1_000_000, 100_000_000] {
+                let p = plan(n, k);
+                assert_eq!(p.blocks.iter().map(|b| b.1).sum::<u32>(), 64);
+                assert!(p.blocks.iter().all(|b| b.1 <= MAX_BLOCK_BITS));
+                assert_eq!(p.radius, k / p.blocks.len() as u32);
+            }
+        }
+        assert_eq!(plan(1_000_000, 11).blocks.len(), 4);
+    }
+
+    /// Exact against brute force: random fingerprints with planted neighbours at every distance
+    /// up to past k, clusters of near-equal ones, the ends of the space.
+    #[test]
+    fn wide_join_is_the_brute_force_join() {
+        let mut s = 11;
+        for k in [0u32, 5, 8, 11, 13, 16] {
+            let mut fps = random(1500, k as u64 + 1);
+            for i in 0..600 {
+                let base = fps[i % 1500];
+                let d = (splitmix64(&mut s) % (k as u64 + 4)) as u32;
+                fps.push(flip_bits(base, d, &mut s));
+            }
+            fps.extend([0, u64::MAX, 1, 1 << 63, u64::MAX - 1]);
+            fps.sort_unstable();
+            fps.dedup();
+            let got = wide_join(&fps, k, &ProgressHandle::none()).unwrap();
+            assert_eq!(got, brute(&fps, k), "k = {k}");
+            let mut parts: Vec<Pair> = (0..3)
+                .flat_map(|p| wide_join_part(&fps, k, p, 3, &ProgressHandle::none()).unwrap())
+                .collect();
+            parts.sort_unstable();
+            assert_eq!(parts, got, "k = {k}, in 3 parts");
+        }
+    }
+}
