@@ -42,8 +42,57 @@ pub struct DedupArgs {
     pub candidate_k: Option<u32>,
 }
 
+use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K};
 use simdex::dedup::{Candidates, Clusters};
+
+/// The word 3-shingle sets of the rows in a candidate pair (the others empty), from a second
+/// pass over the input: memory for the candidates' sets only. `ords` is each row's position
+/// among the documents read.
+fn candidate_sets(
+    docs: &mut crate::docs::DocArgs,
+    pairs: &[(u32, u32, u32)],
+    ords: &[u64],
+) -> Result<Vec<Vec<u64>>> {
+    let mut need: Vec<(u64, u32)> = pairs
+        .iter()
+        .flat_map(|&(a, b, _)| [a, b])
+        .map(|r| (ords[r as usize], r))
+        .collect();
+    need.sort_unstable();
+    need.dedup();
+    let mut sets = vec![Vec::new(); ords.len()];
+    let (mut at, mut base) = (0usize, 0u64);
+    docs.silent_skips = true;
+    let read = crate::docs::read_docs(docs, |chunk| {
+        let end = base + chunk.len() as u64;
+        let start = at;
+        while at < need.len() && need[at].0 < end {
+            at += 1;
+        }
+        let got: Vec<(u32, Vec<u64>)> = need[start..at]
+            .par_iter()
+            .map(|&(o, r)| {
+                let text = &chunk[(o - base) as usize].text;
+                (r, rule::shingle_set(text, rule::TRUTH_SHINGLE))
+            })
+            .collect();
+        for (r, s) in got {
+            sets[r as usize] = s;
+        }
+        base = end;
+        Ok(())
+    });
+    docs.silent_skips = false;
+    read?;
+    if at < need.len() {
+        return Err(Error::InvalidArgument(
+            "the input changed between its two readings (fewer documents the second time)"
+                .into(),
+        ));
+    }
+    Ok(sets)
+}
 
 fn skipped_note(featureless: u64, bad: u64) -> String {
     let mut note = String::new();
@@ -128,33 +177,33 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     }
     let mut fps = Vec::new();
     let mut ids = Vec::new();
-    let mut sets: Vec<Vec<u64>> = Vec::new();
+    // Each fingerprinted document's position in the input (for a second pass).
+    let mut ords: Vec<u64> = Vec::new();
     let mut featureless = 0u64;
     let verify = a.verify;
     let k = match verify {
         Some(_) => a.candidate_k.unwrap_or(DEFAULT_CANDIDATE_K),
         None => a.k,
     };
+    if verify.is_some() {
+        // Verification reads the candidates' texts again.
+        a.docs.spool_once_only_inputs()?;
+    }
     // Documents without any feature (empty, punctuation only) all hash to 0 and would all pair
-    // with each other: they take no part (counted in the summary). With --verify, each
-    // document's 3-shingle set is computed on the same pass, on all cores.
-    let (_, bad) = for_each_doc_with(
-        &a.docs,
-        |d| verify.map(|_| rule::shingle_set(&d.text, rule::TRUTH_SHINGLE)),
-        |fp, set, d| {
-            match fp {
-                Some(fp) => {
-                    fps.push(fp);
-                    ids.push(d.id.clone());
-                    if let Some(s) = set {
-                        sets.push(s);
-                    }
-                }
-                None => featureless += 1,
+    // with each other: they take no part (counted in the summary).
+    let mut ord = 0u64;
+    let (_, bad) = for_each_doc(&a.docs, |fp, d| {
+        match fp {
+            Some(fp) => {
+                fps.push(fp);
+                ids.push(d.id.clone());
+                ords.push(ord);
             }
-            Ok(())
-        },
-    )?;
+            None => featureless += 1,
+        }
+        ord += 1;
+        Ok(())
+    })?;
     // Documents by fingerprint, and pairs of distinct fingerprints from the index self-join.
     let tmp = match &a.out {
         Some(p) => p
@@ -186,8 +235,13 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     };
     let candidates = pairs.len();
     // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
-    let verified: Option<Vec<(u32, u32, u32, f64)>> =
-        verify.map(|t| rule::verify(&sets, &pairs, t));
+    let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
+        Some(t) => {
+            let sets = candidate_sets(&mut a.docs, &pairs, &ords)?;
+            Some(rule::verify(&sets, &pairs, t))
+        }
+        None => None,
+    };
     if let Some(v) = &verified
         && a.clusters
     {

@@ -61,7 +61,7 @@ pub enum Weights {
 impl DocArgs {
     /// Copy every input that can be read only once (`-`, `/dev/stdin`, `<(cmd)`, a FIFO) into an
     /// anonymous temporary file, so that the passes after this one read the same documents.
-    fn spool_once_only_inputs(&mut self) -> Result<()> {
+    pub fn spool_once_only_inputs(&mut self) -> Result<()> {
         let tmp = std::env::temp_dir();
         for p in &self.paths {
             let once = p == Path::new("-")
