@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher};
+use simdex::simhash::{
+    self, DfCounter, IDF_SAMPLE_DOCS, SimhashOptions, Simhasher, sample_bound, text_digest,
+};
 use simdex::{Error, Result};
 
 use crate::docs::*;
@@ -159,17 +161,26 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         let weights = if with_idf {
             let plain =
                 Simhasher::new(SimhashOptions::default().with_shingle(n).with_weights(None))?;
-            let feats: Vec<Vec<u64>> = docs
+            // The corpus's IDF sample (format-spec/simhash.md), as `dedup` learns it.
+            let digests: Vec<u64> = docs.par_iter().map(|d| text_digest(&d.text)).collect();
+            let bound = sample_bound(digests, IDF_SAMPLE_DOCS);
+            let counter = docs
                 .par_iter()
-                .map(|d| {
-                    plain
+                .filter(|d| bound.is_none_or(|b| text_digest(&d.text) <= b))
+                .fold(DfCounter::default, |mut c, d| {
+                    let f: Vec<u64> = plain
                         .features(&d.text)
                         .into_iter()
                         .map(|(f, _)| f)
-                        .collect()
+                        .collect();
+                    c.add(&f);
+                    c
                 })
-                .collect();
-            Some(Arc::new(IdfTable::build(n, feats.iter().map(|v| &v[..]))))
+                .reduce(DfCounter::default, |mut a, b| {
+                    a.merge(b);
+                    a
+                });
+            Some(Arc::new(counter.finish_for(n, docs.len() as u64)))
         } else {
             None
         };

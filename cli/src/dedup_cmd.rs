@@ -87,8 +87,7 @@ fn candidate_sets(
     read?;
     if at < need.len() {
         return Err(Error::InvalidArgument(
-            "the input changed between its two readings (fewer documents the second time)"
-                .into(),
+            "the input changed between its two readings (fewer documents the second time)".into(),
         ));
     }
     Ok(sets)

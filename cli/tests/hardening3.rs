@@ -169,6 +169,30 @@ fn dedup_from_pipes_equals_dedup_from_the_file() {
         d,
     ));
     assert_eq!(got, want, "--weights idf from standard input");
+    // Verification reads the candidates' texts in a second pass: from a pipe too.
+    let args = [
+        "dedup",
+        "--jsonl",
+        "c.jsonl",
+        "--quiet",
+        "--verify",
+        "jaccard:0.5",
+    ];
+    let want = ok(&simdex(&args, None, d));
+    assert!(want.lines().count() >= 10, "{want}");
+    let got = ok(&simdex(
+        &[
+            "dedup",
+            "--jsonl",
+            "-",
+            "--quiet",
+            "--verify",
+            "jaccard:0.5",
+        ],
+        Some(text.as_bytes()),
+        d,
+    ));
+    assert_eq!(got, want, "dedup --verify from standard input");
 }
 
 /// Entries of `d` starting with a dot (staging and spill directories).
