@@ -40,10 +40,19 @@ pub struct DedupArgs {
     /// principle with a probe radius), at 7 or below from the index self-join.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub candidate_k: Option<u32>,
+    /// How --verify cuts texts into words for its 3-shingles: unicode (the fingerprint's
+    /// tokens: NFKC, lowercase, Unicode words) or whitespace (split at white space, as written:
+    /// what most truth sets and MinHash tools use). Specified in format-spec/simhash.md.
+    #[arg(long, default_value = "unicode", value_parser = parse_tokens)]
+    pub verify_tokens: Tokens,
+}
+
+fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
+    s.parse().map_err(|e: Error| e.to_string())
 }
 
 use rayon::prelude::*;
-use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K};
+use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
 use simdex::dedup::{Candidates, Clusters};
 
 /// The word 3-shingle sets of the rows in a candidate pair (the others empty), from a second
@@ -53,6 +62,7 @@ fn candidate_sets(
     docs: &mut crate::docs::DocArgs,
     pairs: &[(u32, u32, u32)],
     ords: &[u64],
+    tokens: Tokens,
 ) -> Result<Vec<Vec<u64>>> {
     let mut need: Vec<(u64, u32)> = pairs
         .iter()
@@ -74,7 +84,7 @@ fn candidate_sets(
             .par_iter()
             .map(|&(o, r)| {
                 let text = &chunk[(o - base) as usize].text;
-                (r, rule::shingle_set(text, rule::TRUTH_SHINGLE))
+                (r, rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens))
             })
             .collect();
         for (r, s) in got {
@@ -236,7 +246,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
     let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
         Some(t) => {
-            let sets = candidate_sets(&mut a.docs, &pairs, &ords)?;
+            let sets = candidate_sets(&mut a.docs, &pairs, &ords, a.verify_tokens)?;
             Some(rule::verify(&sets, &pairs, t))
         }
         None => None,

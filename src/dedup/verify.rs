@@ -5,13 +5,65 @@
 
 use rayon::prelude::*;
 
-/// The distinct hashes of a text's word n-shingles, ascending (the ground truth's sets).
+/// The distinct hashes of a text's word n-shingles, ascending (the ground truth's sets), with
+/// the fingerprint's tokens ([`Tokens::Unicode`]).
 pub fn shingle_set(text: &str, n: usize) -> Vec<u64> {
-    let mut v: Vec<u64> = crate::simhash::shingle_features(text, n)
-        .into_iter()
-        .map(|(h, _)| h)
-        .collect();
+    shingle_set_with(text, n, Tokens::Unicode)
+}
+
+/// How verification cuts a text into words (format-spec/simhash.md, "Verification").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Tokens {
+    /// The fingerprint's tokens: NFKC, lowercase, Unicode words (character bigrams in scripts
+    /// without spaces). The default.
+    #[default]
+    Unicode,
+    /// The text split at Unicode white space, each token as written: what most truth sets and
+    /// MinHash tools use.
+    Whitespace,
+}
+
+impl std::str::FromStr for Tokens {
+    type Err = crate::Error;
+    /// `unicode` or `whitespace`.
+    fn from_str(s: &str) -> crate::Result<Tokens> {
+        match s {
+            "unicode" => Ok(Tokens::Unicode),
+            "whitespace" => Ok(Tokens::Whitespace),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "verification tokens {s:?} are not unicode or whitespace"
+            ))),
+        }
+    }
+}
+
+/// [`shingle_set`] with the tokens `tokens`: the hashes (the fingerprint's feature hash) of the
+/// n-shingles of the tokens joined by single spaces (one shingle of all tokens when there are
+/// fewer than n), distinct, ascending.
+pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
+    let mut v: Vec<u64> = match tokens {
+        Tokens::Unicode => crate::simhash::shingle_features(text, n)
+            .into_iter()
+            .map(|(h, _)| h)
+            .collect(),
+        Tokens::Whitespace => {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let n = n.max(1);
+            if words.is_empty() {
+                Vec::new()
+            } else if words.len() < n {
+                vec![crate::simhash::feature_hash(&words.join(" "))]
+            } else {
+                words
+                    .windows(n)
+                    .map(|w| crate::simhash::feature_hash(&w.join(" ")))
+                    .collect()
+            }
+        }
+    };
     v.sort_unstable();
+    v.dedup();
     v
 }
 
@@ -127,4 +179,35 @@ pub fn jaccard_at_least(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
         inter as f64 / union as f64
     };
     (jac >= t).then_some(jac)
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    /// The vectors of format-spec/simhash.md, "Verification".
+    #[test]
+    fn whitespace_and_unicode_tokens_follow_the_spec() {
+        let (a, b) = ("The cat, the hat.", "the cat the hat");
+        let j = |t| jaccard(&shingle_set_with(a, 3, t), &shingle_set_with(b, 3, t));
+        assert_eq!(j(Tokens::Unicode), 1.0);
+        // Whitespace tokens keep case and punctuation: `The cat, the` and `cat, the hat.` share
+        // nothing with `the cat the` and `cat the hat`.
+        assert_eq!(j(Tokens::Whitespace), 0.0);
+        assert_eq!(
+            shingle_set_with("a  b\tc\nd", 3, Tokens::Whitespace).len(),
+            2
+        );
+        assert_eq!(
+            shingle_set_with("only two", 3, Tokens::Whitespace),
+            vec![crate::simhash::feature_hash("only two")]
+        );
+        assert!(shingle_set_with(" \n", 3, Tokens::Whitespace).is_empty());
+        assert_eq!(
+            shingle_set("x y z", 3),
+            shingle_set_with("x y z", 3, Tokens::Unicode)
+        );
+        assert!("bogus".parse::<Tokens>().is_err());
+        assert_eq!("whitespace".parse::<Tokens>().unwrap(), Tokens::Whitespace);
+    }
 }

@@ -10,7 +10,7 @@ use crate::args::{Distance, Threads};
 use rayon::prelude::*;
 
 use crate::arrays::{out, u64_array};
-use crate::errors::invalid;
+use crate::errors::{invalid, to_py};
 use crate::runtime::{LONG_CALL, detached, detached_watched};
 use crate::texts::visible;
 
@@ -94,7 +94,7 @@ pub fn dedup_fingerprints<'py>(
 /// smallest row of its component of verified pairs) and the verified pairs (row_a, row_b,
 /// distance, jaccard).
 #[pyfunction]
-#[pyo3(signature = (texts, fingerprints, t, k, *, html=false, mem_bytes=1<<30, tmp=None, threads=None))]
+#[pyo3(signature = (texts, fingerprints, t, k, *, html=false, mem_bytes=1<<30, tmp=None, threads=None, tokens="unicode"))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn verify_texts<'py>(
     py: Python<'py>,
@@ -106,6 +106,7 @@ pub fn verify_texts<'py>(
     mem_bytes: u64,
     tmp: Option<PathBuf>,
     threads: Option<Threads>,
+    tokens: &str,
 ) -> PyResult<(
     Bound<'py, PyArray1<i64>>,
     (
@@ -117,6 +118,7 @@ pub fn verify_texts<'py>(
 )> {
     let k = k.0;
     use simdex::dedup::verify as rule;
+    let tokens: rule::Tokens = tokens.parse().map_err(to_py)?;
     let texts = crate::texts::Texts::from_py(texts)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
@@ -149,7 +151,11 @@ pub fn verify_texts<'py>(
             .map(|i| {
                 cancel.check()?;
                 Ok(if wanted[i] {
-                    rule::shingle_set(&visible(texts.get(i), html), rule::TRUTH_SHINGLE)
+                    rule::shingle_set_with(
+                        &visible(texts.get(i), html),
+                        rule::TRUTH_SHINGLE,
+                        tokens,
+                    )
                 } else {
                     Vec::new()
                 })
@@ -181,7 +187,7 @@ pub fn verify_texts<'py>(
 /// NaN: internal, the verification stage of `simdex.spark`. Each side is a list of str or an
 /// Arrow producer of strings (as for `hash_texts`); the rule is `simdex dedup --verify`'s.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, t, html=false, threads=None))]
+#[pyo3(signature = (a, b, *, t, html=false, threads=None, tokens="unicode"))]
 pub fn jaccard_pairs<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -189,9 +195,11 @@ pub fn jaccard_pairs<'py>(
     t: f64,
     html: bool,
     threads: Option<Threads>,
+    tokens: &str,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use crate::texts::Texts;
     use simdex::dedup::verify as rule;
+    let tokens: rule::Tokens = tokens.parse().map_err(to_py)?;
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("t = {t} is not in (0, 1]")));
     }
@@ -209,8 +217,9 @@ pub fn jaccard_pairs<'py>(
             .into_par_iter()
             .with_min_len(64)
             .map(|i| {
-                let sa = rule::shingle_set(&visible(ta.get(i), html), rule::TRUTH_SHINGLE);
-                let sb = rule::shingle_set(&visible(tb.get(i), html), rule::TRUTH_SHINGLE);
+                let set = |x: &str| rule::shingle_set_with(x, rule::TRUTH_SHINGLE, tokens);
+                let sa = set(&visible(ta.get(i), html));
+                let sb = set(&visible(tb.get(i), html));
                 rule::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
             })
             .collect::<Vec<f64>>();

@@ -270,6 +270,41 @@ def test_doc_freqs_sum_to_the_learned_idf() -> None:
     assert (simdex.hash(texts, idf=idf) == simdex.hash(texts, idf=simdex.Idf.learn(texts))).all()
 
 
+@pytest.mark.parametrize(
+    "verify, tokens", [(None, "unicode"), (0.5, "unicode"), (0.5, "whitespace")]
+)
+def test_one_set_of_defaults_cli_python_spark(spark, jsonl: Path, verify, tokens) -> None:
+    """`simdex dedup`, `simdex.dedup` and the Spark job, each with its defaults (plus the
+    threshold and the token rule), give the same pairs and the same clusters."""
+    rows = []
+    for line in jsonl.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # bad lines: every reader skips them
+        if isinstance(r.get("text"), str) and "id" in r:
+            rows.append(r)
+    ids = [str(r["id"]) for r in rows]
+    args = ["dedup", "--jsonl", "--quiet", str(jsonl)]
+    if verify is not None:
+        args += ["--verify", f"jaccard:{verify}", "--verify-tokens", tokens]
+    want = {tuple(line.split("\t")[:2]) for line in cli(*args).splitlines()}
+    assert len(want) >= 10
+    kw = {} if verify is None else {"verify": verify, "verify_tokens": tokens}
+    clusters, pairs = simdex.dedup([r["text"] for r in rows], return_pairs=True, **kw)
+    got = {(ids[a], ids[b]) for a, b in zip(pairs[0], pairs[1])}
+    assert got == want
+    r = ss.dedup(ss.read_corpus(spark, str(jsonl)), pairs=True, **kw)
+    assert {(p.id_a, p.id_b) for p in r.pairs.collect()} == want
+    # Clusters: the CLI's lines, Python's labels and Spark's groups are one partition.
+    lines = cli(*args, "--clusters").splitlines()
+    cli_groups = {frozenset(line.split("\t")) for line in lines}
+    py_groups: dict[int, set[str]] = defaultdict(set)
+    for i, c in enumerate(clusters):
+        py_groups[int(c)].add(ids[i])
+    assert {frozenset(g) for g in py_groups.values() if len(g) > 1} == cli_groups
+
+
 def test_one_idf_table_from_the_cli_python_and_spark(spark, tmp_path: Path) -> None:
     """A corpus larger than the IDF sample: the sample is the same texts everywhere (chosen by
     digest, not by order or partition), so the three learn one table, scaled to the corpus."""

@@ -107,6 +107,7 @@ def dedup(
     return_pairs: bool = False,
     verify: float | None = None,
     candidate_k: int = 11,
+    verify_tokens: str = "unicode",
     weights: str = "auto",
     mem_bytes: int = 1 << 30,
     tmp: str | None = None,
@@ -129,7 +130,9 @@ def dedup(
     (default 11; above 7 from a join over blocks of bits, in memory) are kept only if their
     word 3-shingle sets have Jaccard >= T (computed for the candidate rows only), and clusters
     come from kept pairs;
-    pairs are then ``(row_a, row_b, distance, jaccard)``. Fingerprints for verification use
+    pairs are then ``(row_a, row_b, distance, jaccard)``. ``verify_tokens`` is how the
+    shingles' words are cut: ``"unicode"`` (the fingerprint's tokens) or ``"whitespace"`` (split
+    at white space, as written), as ``simdex dedup --verify-tokens``. Fingerprints for verification use
     count weights (the widest candidate net), as ``simdex dedup --verify`` does.
     """
     if isinstance(data, (str, bytes)):
@@ -144,7 +147,7 @@ def dedup(
         fps, _ = _hash(texts, shingle, idf, html, threads)
         clusters, pairs = _simdex.verify_texts(
             texts, fps, float(verify), candidate_k, html=html, mem_bytes=mem_bytes, tmp=tmp,
-            threads=threads,
+            threads=threads, tokens=verify_tokens,
         )
         return (clusters, pairs) if return_pairs else clusters
     skip = None

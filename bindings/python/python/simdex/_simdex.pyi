@@ -219,7 +219,13 @@ def text_digests(texts: _Texts, *, html: bool = False, threads: int | None = Non
 
 IDF_SAMPLE_DOCS: int
 def jaccard_pairs(
-    a: _Texts, b: _Texts, *, t: float, html: bool = False, threads: int | None = None
+    a: _Texts,
+    b: _Texts,
+    *,
+    t: float,
+    html: bool = False,
+    threads: int | None = None,
+    tokens: str = "unicode",
 ) -> npt.NDArray[np.float64]: ...
 def join_design(n: int, k: int, name: str | None = None) -> tuple[str, int]: ...
 def bucket_keys(fingerprints: _U64, design: str, k: int, table: int) -> _U64: ...
@@ -247,4 +253,5 @@ def verify_texts(
     mem_bytes: int = 1 << 30,
     tmp: _Path | None = None,
     threads: int | None = None,
+    tokens: str = "unicode",
 ) -> tuple[_I64, tuple[_I64, _I64, _U32, npt.NDArray[np.float64]]]: ...

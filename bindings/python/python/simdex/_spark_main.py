@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--candidate-k", type=int,
                     help="with --verify: candidate distance (0..=16, default 11, as simdex "
                     "dedup --verify)")
+    ap.add_argument("--verify-tokens", choices=["unicode", "whitespace"], default="unicode",
+                    help="with --verify: how the shingles' words are cut (as simdex dedup)")
     ap.add_argument("--against", metavar="INDEX",
                     help="check the input against a stored index instead (shards of its tables)")
     ap.add_argument("--shards", type=int, help="with --against: tasks (default: parallelism)")
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                     weights=a.weights, idf=idf, html=a.html, design=a.design,
                     partitions=a.partitions, pairs=a.pairs, components=a.components,
                     driver_edge_limit=a.driver_edge_limit, verify=a.verify,
-                    candidate_k=a.candidate_k,
+                    candidate_k=a.candidate_k, verify_tokens=a.verify_tokens,
                 )
                 r.write(a.out, mode=mode)
                 summary = r.stats

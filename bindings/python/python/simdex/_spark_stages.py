@@ -250,7 +250,7 @@ def _row_pairs(live: Any, fp_pairs: Any) -> Any:
     return within.union(across)
 
 
-def _verify(candidates: Any, texts: Any, t: float, html: bool) -> Any:
+def _verify(candidates: Any, texts: Any, t: float, html: bool, tokens: str = "unicode") -> Any:
     """(ra, rb, distance, jaccard) of the candidate row pairs whose texts' word 3-shingle
     Jaccard is at least ``t`` (the rule of ``simdex dedup --verify``), computed on the
     executors from each Arrow batch of text pairs."""
@@ -262,7 +262,7 @@ def _verify(candidates: Any, texts: Any, t: float, html: bool) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:
             jac = _simdex.jaccard_pairs(
-                b.column(3), b.column(4), t=t, html=html, threads=1,
+                b.column(3), b.column(4), t=t, html=html, threads=1, tokens=tokens,
             )
             keep = pa.array(~np.isnan(jac))
             yield pa.RecordBatch.from_arrays(

@@ -204,6 +204,7 @@ def dedup(
     driver_edge_limit: int = 20_000_000,
     verify: float | None = None,
     candidate_k: int | None = None,
+    verify_tokens: str = "unicode",
 ) -> DedupResult:
     """Cluster the near-duplicates of a DataFrame of documents (see the module docs).
 
@@ -219,7 +220,8 @@ def dedup(
     the same defaults and the same answers: the candidate pairs within ``candidate_k`` bits
     (0..=16, default 11; count weights unless ``weights="idf"`` or ``idf=``) are kept only if
     their word 3-shingle sets have Jaccard >= T, clusters come from kept pairs only, and pairs
-    carry a ``jaccard`` column. Up to 7 bits the candidates come from the bucket join; above,
+    carry a ``jaccard`` column; ``verify_tokens`` as ``simdex dedup --verify-tokens``
+    (``"unicode"`` or ``"whitespace"``). Up to 7 bits the candidates come from the bucket join; above,
     from the block join of the distinct fingerprints (``simdex.dedup.wide`` in the Rust
     library, as the CLI runs it), split over the executors. The texts of the candidate pairs
     are read again and joined to them.
@@ -234,7 +236,7 @@ def dedup(
             fingerprint_column=fingerprint_column, k=k, shingle=shingle, weights=weights,
             idf=idf, html=html, design=design, partitions=partitions, pairs=pairs,
             components=components, driver_edge_limit=driver_edge_limit, verify=verify,
-            candidate_k=candidate_k,
+            candidate_k=candidate_k, verify_tokens=verify_tokens,
         )
 
 
@@ -242,7 +244,7 @@ def _dedup(
     df: Any, *, id_column: str, text_column: str | None, fingerprint_column: str | None, k: int,
     shingle: int, weights: str, idf: Idf | None, html: bool, design: str | None,
     partitions: int | None, pairs: bool, components: str, driver_edge_limit: int,
-    verify: float | None, candidate_k: int | None,
+    verify: float | None, candidate_k: int | None, verify_tokens: str = "unicode",
 ) -> DedupResult:
     """:func:`dedup`, whose errors :func:`_engine_errors` translates."""
     from pyspark import StorageLevel
@@ -256,6 +258,8 @@ def _dedup(
         raise InvalidArgument(f"components must be auto, driver or spark, not {components!r}")
     if weights not in ("auto", "count", "idf"):
         raise InvalidArgument(f"weights must be auto, count or idf, not {weights!r}")
+    if verify_tokens not in ("unicode", "whitespace"):
+        raise InvalidArgument(f"verify_tokens must be unicode or whitespace, not {verify_tokens!r}")
     if (text_column is None) == (fingerprint_column is None):
         raise InvalidArgument("give exactly one of text_column and fingerprint_column")
     for c in (id_column, text_column or fingerprint_column):
@@ -378,7 +382,9 @@ def _dedup(
         candidates = _row_pairs(live, fp_pairs).persist(StorageLevel.MEMORY_AND_DISK)
         n_candidates = candidates.count()
         texts = rows.where(F.col("bad_reason").isNull()).select("row", F.col(text_column).alias("text"))
-        verified = _verify(candidates, texts, verify, html).persist(StorageLevel.MEMORY_AND_DISK)
+        verified = _verify(candidates, texts, verify, html, verify_tokens).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         edges = verified.select(F.col("ra").alias("a"), F.col("rb").alias("b"))
         n_edges = edges.count()
     else:
