@@ -174,6 +174,9 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             a.k
         )));
     }
+    if let Some(out) = &a.out {
+        crate::output::check_output(out)?;
+    }
     let started = std::time::Instant::now();
     let want_idf = a.docs.idf.is_none()
         && match a.weights {

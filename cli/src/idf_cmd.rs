@@ -19,6 +19,7 @@ pub struct IdfArgs {
 
 /// Run `idf`: learn per-feature weights from a corpus (its IDF sample, as `dedup` does).
 pub fn idf(mut a: IdfArgs) -> Result<()> {
+    crate::output::check_output(&a.out)?;
     let t = a.docs.learn_corpus_idf()?;
     crate::output::write_output(&a.out, |w| {
         w.write_all(t.encode().as_bytes())

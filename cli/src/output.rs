@@ -40,6 +40,36 @@ fn resolve(path: &Path) -> Result<PathBuf> {
     ))
 }
 
+/// Whether `path` could be written by [`write_output`], checked before a long command reads
+/// its input (fail fast): not a directory, and a directory to hold it that exists.
+pub fn check_output(path: &Path) -> Result<()> {
+    let target = resolve(path)?;
+    if std::fs::metadata(&target).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::io(
+            path.to_path_buf(),
+            "write output",
+            std::io::Error::other("is a directory (give a file path)"),
+        ));
+    }
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::io_in_dir(
+            &dir,
+            "write the output in the directory",
+            std::io::Error::other("not a directory"),
+        )),
+        Err(e) => Err(Error::io_in_dir(
+            &dir,
+            "write the output in the directory",
+            e,
+        )),
+    }
+}
+
 /// Write `path` with what `write` produces, by the rules above.
 pub fn write_output<T>(
     path: &Path,

@@ -366,3 +366,42 @@ fn an_interrupted_insert_says_what_it_applied() {
         stats(d, "st")
     );
 }
+
+/// A bad `--out` is refused before the input is read: with a FIFO nobody writes, `dedup` and
+/// `idf` return at once naming the missing directory (they read everything first, then
+/// failed to write).
+#[test]
+fn bad_outputs_fail_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fifo = d.join("idle");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for args in [
+        &["dedup", "--jsonl", "idle", "--out", "missing/pairs.tsv"][..],
+        &["idf", "--jsonl", "idle", "--out", "missing/t.idf"][..],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simdex"))
+            .args(args)
+            .current_dir(d)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("{args:?} waited for its input instead of refusing its output");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("missing"), "{args:?}: {err}");
+    }
+}
