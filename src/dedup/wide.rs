@@ -46,7 +46,7 @@ fn binomial_sum(b: u32, r: u32) -> f64 {
 }
 
 /// The cheapest plan for `n` fingerprints at distance `k` (at most 64): `m` blocks (as even as
-/// possible) of at most [`MAX_BLOCK_BITS`] bits, probed with radius `k / m`, minimizing the
+/// possible) of at most 22 bits, probed with radius `k / m`, minimizing the
 /// modelled probes and comparisons per fingerprint.
 pub fn plan(n: u64, k: u32) -> Plan {
     let min_m = 64u32.div_ceil(MAX_BLOCK_BITS);
