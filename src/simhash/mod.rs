@@ -37,6 +37,62 @@ pub const DEFAULT_SHINGLE: usize = 2;
 ///
 /// The low-level entry point: bring your own features and weights.
 pub fn simhash_weighted(features: impl IntoIterator<Item = (u64, u64)>) -> u64 {
+    let features = features.into_iter();
+    simhash_general(features)
+}
+
+/// [`simhash_weighted`] of a slice: the common case (total weight below 2^31) counts, per bit,
+/// the weight of the features that have it set, a byte of the hash at a time through a table
+/// of lane masks (eight u32 lanes: vector instructions), and sets bit i when twice that exceeds
+/// the total (sum = set − unset = 2·set − total > 0). The same result, several times faster
+/// than a signed sum per bit; larger weights take the general path.
+pub fn simhash_slice(features: &[(u64, u64)]) -> u64 {
+    let total = features
+        .iter()
+        .try_fold(0u64, |t, &(_, w)| t.checked_add(w).filter(|&t| t < 1 << 31));
+    let Some(total) = total else {
+        return simhash_general(features.iter().copied());
+    };
+    let mut set = [0u32; 64];
+    for &(h, w) in features {
+        let w = w as u32;
+        for (j, lanes) in set.chunks_exact_mut(8).enumerate() {
+            // Byte j of the hash from the top: bits 8j..8j+8 (bit 0 = most significant).
+            let byte = (h >> (56 - 8 * j)) as u8;
+            let masks = &BYTE_MASKS[byte as usize];
+            for (s, &m) in lanes.iter_mut().zip(masks) {
+                *s += m & w;
+            }
+        }
+    }
+    set.iter().enumerate().fold(0u64, |fp, (i, &s)| {
+        if 2 * s as u64 > total {
+            fp | (1 << (63 - i))
+        } else {
+            fp
+        }
+    })
+}
+
+/// For each byte value, eight lanes: all ones where the byte's bit (most significant first) is
+/// set.
+static BYTE_MASKS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut l = 0;
+        while l < 8 {
+            if (b >> (7 - l)) & 1 == 1 {
+                t[b][l] = u32::MAX;
+            }
+            l += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+fn simhash_general(features: impl Iterator<Item = (u64, u64)>) -> u64 {
     // Branch-free i64 sums while the total weight cannot overflow them (bits are random, so a
     // branch per bit would be mispredicted half the time); i128 beyond that.
     let mut sums = [0i64; 64];
@@ -94,8 +150,9 @@ pub fn shingle_features(text: &str, n: usize) -> Vec<(u64, u64)> {
     let toks = tokens::tokens(text);
     let n = n.max(1);
     // Keys are already xxh3 hashes: no need to hash them again.
-    let mut counts: HashMap<u64, u64, BuildIdentity> = HashMap::default();
-    let mut order = Vec::new();
+    let mut counts: HashMap<u64, u64, BuildIdentity> =
+        HashMap::with_capacity_and_hasher(toks.len(), BuildIdentity::default());
+    let mut order = Vec::with_capacity(toks.len());
     let mut buf: Vec<u8> = Vec::with_capacity(64);
     let mut add = |words: &[String]| {
         // The words joined by single spaces, in one reused buffer.
@@ -230,10 +287,13 @@ impl Simhasher {
         if feats.is_empty() {
             return None;
         }
-        Some(match &self.opts.weights {
-            None => simhash_weighted(feats),
-            Some(t) => simhash_weighted(feats.into_iter().map(|(h, c)| (h, c * t.weight(h)))),
-        })
+        let mut feats = feats;
+        if let Some(t) = &self.opts.weights {
+            for f in &mut feats {
+                f.1 = f.1.saturating_mul(t.weight(f.0));
+            }
+        }
+        Some(simhash_slice(&feats))
     }
 
     /// The fingerprint of an HTML page's visible text ([`html::visible_text`]). Needs the
@@ -246,6 +306,31 @@ impl Simhasher {
 
 #[cfg(test)]
 mod tests {
+    /// The table path and the general one agree: random hashes, weights small and huge, ties.
+    #[test]
+    fn simhash_slice_is_simhash_weighted() {
+        let mut st = 3;
+        for n in [0usize, 1, 2, 3, 7, 64, 200, 1000] {
+            for scale in [1u64, 1000, 1 << 20, 1 << 40, u64::MAX / 4] {
+                let f: Vec<(u64, u64)> = (0..n)
+                    .map(|_| {
+                        let h = crate::sample::splitmix64(&mut st);
+                        (h, 1 + crate::sample::splitmix64(&mut st) % scale)
+                    })
+                    .collect();
+                assert_eq!(
+                    super::simhash_slice(&f),
+                    super::simhash_weighted(f.iter().copied()),
+                    "n = {n}, scale = {scale}"
+                );
+            }
+        }
+        // Ties: a feature and its complement at equal weight give 0 everywhere.
+        let f = [(0x0123_4567_89ab_cdef, 5), (!0x0123_4567_89ab_cdef, 5)];
+        assert_eq!(super::simhash_slice(&f), 0);
+        assert_eq!(super::simhash_slice(&[(0xdead_beef, 1)]), 0xdead_beef);
+    }
+
     use super::*;
 
     #[test]
