@@ -11,7 +11,7 @@ use pyo3_arrow::input::AnyArray;
 use crate::errors::invalid;
 use crate::runtime::Cancel;
 use rayon::prelude::*;
-use simdex::simhash::{DfCounter, Simhasher, simhash_weighted};
+use simdex::simhash::{DfCounter, Simhasher};
 
 /// The text to hash: an HTML page's visible text, or the text itself.
 pub fn visible(text: &str, html: bool) -> std::borrow::Cow<'_, str> {
@@ -25,13 +25,10 @@ pub fn visible(text: &str, html: bool) -> std::borrow::Cow<'_, str> {
 /// One document's fingerprint, and whether it had no features at all (empty or punctuation
 /// only: its fingerprint 0 says nothing about similarity).
 pub fn hash_one(h: &Simhasher, text: &str, html: bool) -> (u64, bool) {
-    let feats = h.features(&visible(text, html));
-    let empty = feats.is_empty();
-    let fp = match &h.options().weights {
-        None => simhash_weighted(feats),
-        Some(t) => simhash_weighted(feats.into_iter().map(|(f, c)| (f, c * t.weight(f)))),
-    };
-    (fp, empty)
+    match h.try_hash_text(&visible(text, html)) {
+        Some(fp) => (fp, false),
+        None => (0, true),
+    }
 }
 
 /// Where a batch of texts lives: Python strings copied out, or the chunks of an Arrow string
