@@ -326,6 +326,8 @@ def test_the_dedup_example_runs(tmp_path: Path) -> None:
         rows.append({"id": i, "text": text})
         if i % 10 == 0:
             rows.append({"id": 10_000 + i, "text": text.upper() + " !"})
+    # A line over pyarrow's default 1 MB block.
+    rows.append({"id": 99_999, "text": " ".join(f"long{i}" for i in range(200_000))})
     src = tmp_path / "c.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "kept.parquet"
@@ -336,5 +338,5 @@ def test_the_dedup_example_runs(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     kept = pq.read_table(out)
-    assert kept.num_rows == 300
-    assert sorted(kept.column("id").to_pylist()) == list(range(300))
+    assert kept.num_rows == 301
+    assert sorted(kept.column("id").to_pylist()) == [*range(300), 99_999]
