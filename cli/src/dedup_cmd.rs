@@ -22,7 +22,8 @@ pub struct DedupArgs {
     /// Output file (written atomically); standard output if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Memory budget of the index build.
+    /// Memory budget of the index build, and of the shingle sets --verify holds at once (more
+    /// candidates than fit take more passes over the input).
     #[arg(long, default_value = "1G", value_parser = crate::util::parse_size)]
     pub mem: u64,
     /// Exact answers: keep only the candidate pairs (fingerprints within --candidate-k) whose
@@ -55,52 +56,100 @@ use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
 use simdex::dedup::{Candidates, Clusters};
 
-/// The word 3-shingle sets of the rows in a candidate pair (the others empty), from a second
-/// pass over the input: memory for the candidates' sets only. `ords` is each row's position
-/// among the documents read.
-fn candidate_sets(
+/// Verification of the candidate pairs `(a, b, distance)` (`a < b`, rows in input order) in
+/// passes over the input that each hold at most `budget` bytes of shingle sets: a pass keeps
+/// the sets of a window of consecutive rows (the pairs' smaller rows, as many as fit), and
+/// checks each of their pairs when it reaches the larger row, whose set it computes and drops.
+/// One pass when the sets fit; memory bounded however many candidates there are. `ords` is
+/// each row's position among the documents read. Returns `(a, b, distance, jaccard)` for the
+/// pairs at Jaccard >= `t`, sorted.
+fn verify_in_passes(
     docs: &mut crate::docs::DocArgs,
     pairs: &[(u32, u32, u32)],
     ords: &[u64],
     tokens: Tokens,
-) -> Result<Vec<Vec<u64>>> {
-    let mut need: Vec<(u64, u32)> = pairs
-        .iter()
-        .flat_map(|&(a, b, _)| [a, b])
-        .map(|r| (ords[r as usize], r))
-        .collect();
-    need.sort_unstable();
-    need.dedup();
-    let mut sets = vec![Vec::new(); ords.len()];
-    let (mut at, mut base) = (0usize, 0u64);
-    docs.silent_skips = true;
-    let read = crate::docs::read_docs(docs, |chunk| {
-        let end = base + chunk.len() as u64;
-        let start = at;
-        while at < need.len() && need[at].0 < end {
-            at += 1;
-        }
-        let got: Vec<(u32, Vec<u64>)> = need[start..at]
-            .par_iter()
-            .map(|&(o, r)| {
-                let text = &chunk[(o - base) as usize].text;
-                (r, rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens))
-            })
-            .collect();
-        for (r, s) in got {
-            sets[r as usize] = s;
-        }
-        base = end;
-        Ok(())
-    });
-    docs.silent_skips = false;
-    read?;
-    if at < need.len() {
-        return Err(Error::InvalidArgument(
-            "the input changed between its two readings (fewer documents the second time)".into(),
-        ));
+    t: f64,
+    budget: u64,
+) -> Result<Vec<(u32, u32, u32, f64)>> {
+    let n = ords.len();
+    // Rows that are the smaller of some pair; and each row's pairs as the larger one.
+    let mut smaller = vec![false; n];
+    let mut by_b: Vec<(u32, u32, u32)> = pairs.iter().map(|&(a, b, d)| (b, a, d)).collect();
+    by_b.sort_unstable();
+    let mut from = vec![0usize; n + 1];
+    for &(a, b, _) in pairs {
+        smaller[a as usize] = true;
+        from[b as usize + 1] += 1;
     }
-    Ok(sets)
+    for i in 0..n {
+        from[i + 1] += from[i];
+    }
+    let set_of = |text: &str| rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens);
+    let mut verified = Vec::new();
+    // The first row of the next window.
+    let mut lo = smaller.iter().position(|&x| x).unwrap_or(n);
+    docs.silent_skips = true;
+    while lo < n {
+        // This pass's window: rows lo..=end (end grows while the sets fit), their sets.
+        let mut kept: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+        let (mut bytes, mut open, mut end) = (0u64, true, lo);
+        let (mut row, mut base) = (0usize, 0u64);
+        let read = crate::docs::read_docs(docs, |chunk| {
+            let stop = base + chunk.len() as u64;
+            let first = row;
+            while row < n && ords[row] < stop {
+                row += 1;
+            }
+            // Sets the rows of this chunk may need (a window row, or a pair's larger row),
+            // computed on all cores; those the window turns out not to need are dropped.
+            let want = |r: usize| {
+                (open && r >= lo && smaller[r])
+                    || by_b[from[r]..from[r + 1]]
+                        .iter()
+                        .any(|p| p.1 as usize >= lo)
+            };
+            let sets: Vec<(usize, Vec<u64>)> = (first..row)
+                .into_par_iter()
+                .filter(|&r| want(r))
+                .map(|r| (r, set_of(&chunk[(ords[r] - base) as usize].text)))
+                .collect();
+            for (r, set) in sets {
+                for &(_, a, d) in &by_b[from[r]..from[r + 1]] {
+                    if let Some(sa) = kept.get(&a)
+                        && let Some(jac) = rule::verify_pair(sa, &set, t)
+                    {
+                        verified.push((a, r as u32, d, jac));
+                    }
+                }
+                if open && r >= lo && smaller[r] {
+                    // At least one row per pass, so that every pass makes progress.
+                    if bytes > 0 && bytes + set.len() as u64 * 8 > budget {
+                        open = false;
+                    } else {
+                        bytes += set.len() as u64 * 8 + 24;
+                        kept.insert(r as u32, set);
+                        end = r;
+                    }
+                }
+            }
+            base = stop;
+            Ok(())
+        });
+        if let Err(e) = read {
+            docs.silent_skips = false;
+            return Err(e);
+        }
+        if row < n {
+            docs.silent_skips = false;
+            return Err(Error::InvalidArgument(
+                "the input changed between its readings (fewer documents the second time)".into(),
+            ));
+        }
+        lo = (end + 1..n).find(|&r| smaller[r]).unwrap_or(n);
+    }
+    docs.silent_skips = false;
+    verified.sort_unstable_by_key(|p| (p.0, p.1));
+    Ok(verified)
 }
 
 fn skipped_note(featureless: u64, bad: u64) -> String {
@@ -248,10 +297,14 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     let candidates = pairs.len();
     // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
     let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
-        Some(t) => {
-            let sets = candidate_sets(&mut a.docs, &pairs, &ords, a.verify_tokens)?;
-            Some(rule::verify(&sets, &pairs, t))
-        }
+        Some(t) => Some(verify_in_passes(
+            &mut a.docs,
+            &pairs,
+            &ords,
+            a.verify_tokens,
+            t,
+            a.mem,
+        )?),
         None => None,
     };
     if let Some(v) = &verified

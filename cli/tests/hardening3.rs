@@ -193,6 +193,23 @@ fn dedup_from_pipes_equals_dedup_from_the_file() {
         d,
     ));
     assert_eq!(got, want, "dedup --verify from standard input");
+    // The shingle sets held at once stay within --mem: a tiny budget takes more passes over
+    // the input (here a pipe, copied once) and gives the same answer.
+    let got = ok(&simdex(
+        &[
+            "dedup",
+            "--jsonl",
+            "-",
+            "--quiet",
+            "--verify",
+            "jaccard:0.5",
+            "--mem",
+            "4K",
+        ],
+        Some(text.as_bytes()),
+        d,
+    ));
+    assert_eq!(got, want, "dedup --verify --mem 4K");
 }
 
 /// Entries of `d` starting with a dot (staging and spill directories).
