@@ -54,15 +54,11 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
 
 use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
-use simdex::dedup::{Candidates, Clusters};
+use simdex::dedup::{Candidates, Clusters, Passes};
 
-/// Verification of the candidate pairs `(a, b, distance)` (`a < b`, rows in input order) in
-/// passes over the input that each hold at most `budget` bytes of shingle sets: a pass keeps
-/// the sets of a window of consecutive rows (the pairs' smaller rows, as many as fit), and
-/// checks each of their pairs when it reaches the larger row, whose set it computes and drops.
-/// One pass when the sets fit; memory bounded however many candidates there are. `ords` is
-/// each row's position among the documents read. Returns `(a, b, distance, jaccard)` for the
-/// pairs at Jaccard >= `t`, sorted.
+/// Verification of the candidate pairs in passes over the input, each holding at most `budget`
+/// bytes of shingle sets ([`Passes`]); `ords` is each row's position among the documents read.
+/// One pass when the sets fit.
 fn verify_in_passes(
     docs: &mut crate::docs::DocArgs,
     pairs: &[(u32, u32, u32)],
@@ -72,84 +68,44 @@ fn verify_in_passes(
     budget: u64,
 ) -> Result<Vec<(u32, u32, u32, f64)>> {
     let n = ords.len();
-    // Rows that are the smaller of some pair; and each row's pairs as the larger one.
-    let mut smaller = vec![false; n];
-    let mut by_b: Vec<(u32, u32, u32)> = pairs.iter().map(|&(a, b, d)| (b, a, d)).collect();
-    by_b.sort_unstable();
-    let mut from = vec![0usize; n + 1];
-    for &(a, b, _) in pairs {
-        smaller[a as usize] = true;
-        from[b as usize + 1] += 1;
-    }
-    for i in 0..n {
-        from[i + 1] += from[i];
-    }
-    let set_of = |text: &str| rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens);
-    let mut verified = Vec::new();
-    // The first row of the next window.
-    let mut lo = smaller.iter().position(|&x| x).unwrap_or(n);
+    let mut passes = Passes::new(pairs, n, t, budget);
     docs.silent_skips = true;
-    while lo < n {
-        // This pass's window: rows lo..=end (end grows while the sets fit), their sets.
-        let mut kept: std::collections::HashMap<u32, Vec<u64>> = Default::default();
-        let (mut bytes, mut open, mut end) = (0u64, true, lo);
-        let (mut row, mut base) = (0usize, 0u64);
-        let read = crate::docs::read_docs(docs, |chunk| {
-            let stop = base + chunk.len() as u64;
-            let first = row;
-            while row < n && ords[row] < stop {
-                row += 1;
-            }
-            // Sets the rows of this chunk may need (a window row, or a pair's larger row),
-            // computed on all cores; those the window turns out not to need are dropped.
-            let want = |r: usize| {
-                (open && r >= lo && smaller[r])
-                    || by_b[from[r]..from[r + 1]]
-                        .iter()
-                        .any(|p| p.1 as usize >= lo)
-            };
-            let sets: Vec<(usize, Vec<u64>)> = (first..row)
-                .into_par_iter()
-                .filter(|&r| want(r))
-                .map(|r| (r, set_of(&chunk[(ords[r] - base) as usize].text)))
-                .collect();
-            for (r, set) in sets {
-                for &(_, a, d) in &by_b[from[r]..from[r + 1]] {
-                    if let Some(sa) = kept.get(&a)
-                        && let Some(jac) = rule::verify_pair(sa, &set, t)
-                    {
-                        verified.push((a, r as u32, d, jac));
-                    }
+    let result = (|| {
+        while passes.pending() {
+            let (mut row, mut base) = (0usize, 0u64);
+            crate::docs::read_docs(docs, |chunk| {
+                let stop = base + chunk.len() as u64;
+                let first = row;
+                while row < n && ords[row] < stop {
+                    row += 1;
                 }
-                if open && r >= lo && smaller[r] {
-                    // At least one row per pass, so that every pass makes progress.
-                    if bytes > 0 && bytes + set.len() as u64 * 8 > budget {
-                        open = false;
-                    } else {
-                        bytes += set.len() as u64 * 8 + 24;
-                        kept.insert(r as u32, set);
-                        end = r;
-                    }
+                // The sets this chunk's rows may need, on all cores, then offered in order.
+                let sets: Vec<(usize, Vec<u64>)> = (first..row)
+                    .into_par_iter()
+                    .filter(|&r| passes.wants(r))
+                    .map(|r| {
+                        let text = &chunk[(ords[r] - base) as usize].text;
+                        (r, rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens))
+                    })
+                    .collect();
+                for (r, set) in sets {
+                    passes.offer(r, set);
                 }
+                base = stop;
+                Ok(())
+            })?;
+            if row < n {
+                return Err(Error::InvalidArgument(
+                    "the input changed between its readings (fewer documents the next time)".into(),
+                ));
             }
-            base = stop;
-            Ok(())
-        });
-        if let Err(e) = read {
-            docs.silent_skips = false;
-            return Err(e);
+            passes.end_pass();
         }
-        if row < n {
-            docs.silent_skips = false;
-            return Err(Error::InvalidArgument(
-                "the input changed between its readings (fewer documents the second time)".into(),
-            ));
-        }
-        lo = (end + 1..n).find(|&r| smaller[r]).unwrap_or(n);
-    }
+        Ok(())
+    })();
     docs.silent_skips = false;
-    verified.sort_unstable_by_key(|p| (p.0, p.1));
-    Ok(verified)
+    result?;
+    Ok(passes.finish())
 }
 
 fn skipped_note(featureless: u64, bad: u64) -> String {

@@ -9,8 +9,10 @@
 
 mod candidates;
 mod clusters;
+mod passes;
 pub mod verify;
 pub mod wide;
 
 pub use candidates::Candidates;
 pub use clusters::Clusters;
+pub use passes::Passes;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::{Candidates, Clusters};
+use simdex::dedup::{Candidates, Clusters, Passes};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -137,31 +137,32 @@ pub fn verify_texts<'py>(
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let long = fps.len() > LONG_CALL;
     let (clusters, verified) = detached_watched(py, threads, long, move |cancel| {
-        // Candidates first (the index self-join, or the block join beyond k = 7), then the
-        // shingle sets of the rows in a candidate pair only.
+        // Candidates first (the index self-join, or the block join beyond k = 7), then their
+        // shingle sets, in passes that hold at most `mem_bytes` of them (one when they fit).
         let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?.pairs();
-        let mut wanted = vec![false; texts.len()];
-        for &(a, b, _) in &cand {
-            wanted[a as usize] = true;
-            wanted[b as usize] = true;
+        let mut passes = Passes::new(&cand, texts.len(), t, mem_bytes);
+        while passes.pending() {
+            for start in (0..texts.len()).step_by(1 << 16) {
+                let rows = start..(start + (1 << 16)).min(texts.len());
+                let sets: Vec<(usize, Vec<u64>)> = rows
+                    .into_par_iter()
+                    .filter(|&r| passes.wants(r))
+                    .map(|r| {
+                        cancel.check()?;
+                        let text = visible(texts.get(r), html);
+                        Ok((
+                            r,
+                            rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
+                        ))
+                    })
+                    .collect::<simdex::Result<_>>()?;
+                for (r, set) in sets {
+                    passes.offer(r, set);
+                }
+            }
+            passes.end_pass();
         }
-        let sets: Vec<Vec<u64>> = (0..texts.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .map(|i| {
-                cancel.check()?;
-                Ok(if wanted[i] {
-                    rule::shingle_set_with(
-                        &visible(texts.get(i), html),
-                        rule::TRUTH_SHINGLE,
-                        tokens,
-                    )
-                } else {
-                    Vec::new()
-                })
-            })
-            .collect::<simdex::Result<_>>()?;
-        let verified = rule::verify(&sets, &cand, t);
+        let verified = passes.finish();
         let n = fps.len();
         let mut clusters = Clusters::new(n);
         for &(a, b, _, _) in &verified {

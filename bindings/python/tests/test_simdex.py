@@ -340,3 +340,17 @@ def test_the_dedup_example_runs(tmp_path: Path) -> None:
     kept = pq.read_table(out)
     assert kept.num_rows == 301
     assert sorted(kept.column("id").to_pylist()) == [*range(300), 99_999]
+
+
+def test_verification_within_mem_bytes_gives_the_same_answer() -> None:
+    """Shingle sets are held within ``mem_bytes``: a tiny budget takes more passes over the
+    texts and gives the same pairs and clusters."""
+    rng = np.random.default_rng(3)
+    base = [" ".join(f"w{x}" for x in rng.integers(0, 500, size=60)) for _ in range(200)]
+    texts = base + [t.replace("w1 ", "v1 ", 1) for t in base[:100]]
+    want = simdex.dedup(texts, verify=0.8, return_pairs=True)
+    got = simdex.dedup(texts, verify=0.8, return_pairs=True, mem_bytes=4096)
+    assert len(want[1][0]) >= 90
+    assert (want[0] == got[0]).all()
+    for a, b in zip(want[1], got[1]):
+        assert (a == b).all()
