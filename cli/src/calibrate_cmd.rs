@@ -163,11 +163,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
                 Simhasher::new(SimhashOptions::default().with_shingle(n).with_weights(None))?;
             // The corpus's IDF sample (format-spec/simhash.md), as `dedup` learns it.
             let digests: Vec<u64> = docs.par_iter().map(|d| text_digest(&d.text)).collect();
-            let bound = sample_bound(digests, IDF_SAMPLE_DOCS);
+            let bound = sample_bound(&digests, IDF_SAMPLE_DOCS);
             let counter = docs
                 .par_iter()
-                .filter(|d| bound.is_none_or(|b| text_digest(&d.text) <= b))
-                .fold(DfCounter::default, |mut c, d| {
+                .zip(&digests)
+                .filter(|&(_, &g)| bound.is_none_or(|b| g <= b))
+                .fold(DfCounter::default, |mut c, (d, _)| {
                     let f: Vec<u64> = plain
                         .features(&d.text)
                         .into_iter()

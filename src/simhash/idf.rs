@@ -105,8 +105,9 @@ pub fn text_digest(text: &str) -> u64 {
 /// `size` smallest distinct digests (`None` when there are at most `size`: every document is
 /// in). For learners that can see all digests before tokenizing (texts in memory, a
 /// distributed corpus): they then count exactly the documents at or below it.
-pub fn sample_bound(mut digests: Vec<u64>, size: usize) -> Option<u64> {
+pub fn sample_bound(digests: &[u64], size: usize) -> Option<u64> {
     let size = size.max(1);
+    let mut digests = digests.to_vec();
     digests.sort_unstable();
     digests.dedup();
     digests

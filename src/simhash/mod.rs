@@ -37,62 +37,6 @@ pub const DEFAULT_SHINGLE: usize = 2;
 ///
 /// The low-level entry point: bring your own features and weights.
 pub fn simhash_weighted(features: impl IntoIterator<Item = (u64, u64)>) -> u64 {
-    let features = features.into_iter();
-    simhash_general(features)
-}
-
-/// [`simhash_weighted`] of a slice: the common case (total weight below 2^31) counts, per bit,
-/// the weight of the features that have it set, a byte of the hash at a time through a table
-/// of lane masks (eight u32 lanes: vector instructions), and sets bit i when twice that exceeds
-/// the total (sum = set − unset = 2·set − total > 0). The same result, several times faster
-/// than a signed sum per bit; larger weights take the general path.
-pub fn simhash_slice(features: &[(u64, u64)]) -> u64 {
-    let total = features
-        .iter()
-        .try_fold(0u64, |t, &(_, w)| t.checked_add(w).filter(|&t| t < 1 << 31));
-    let Some(total) = total else {
-        return simhash_general(features.iter().copied());
-    };
-    let mut set = [0u32; 64];
-    for &(h, w) in features {
-        let w = w as u32;
-        for (j, lanes) in set.chunks_exact_mut(8).enumerate() {
-            // Byte j of the hash from the top: bits 8j..8j+8 (bit 0 = most significant).
-            let byte = (h >> (56 - 8 * j)) as u8;
-            let masks = &BYTE_MASKS[byte as usize];
-            for (s, &m) in lanes.iter_mut().zip(masks) {
-                *s += m & w;
-            }
-        }
-    }
-    set.iter().enumerate().fold(0u64, |fp, (i, &s)| {
-        if 2 * s as u64 > total {
-            fp | (1 << (63 - i))
-        } else {
-            fp
-        }
-    })
-}
-
-/// For each byte value, eight lanes: all ones where the byte's bit (most significant first) is
-/// set.
-static BYTE_MASKS: [[u32; 8]; 256] = {
-    let mut t = [[0u32; 8]; 256];
-    let mut b = 0;
-    while b < 256 {
-        let mut l = 0;
-        while l < 8 {
-            if (b >> (7 - l)) & 1 == 1 {
-                t[b][l] = u32::MAX;
-            }
-            l += 1;
-        }
-        b += 1;
-    }
-    t
-};
-
-fn simhash_general(features: impl Iterator<Item = (u64, u64)>) -> u64 {
     // Branch-free i64 sums while the total weight cannot overflow them (bits are random, so a
     // branch per bit would be mispredicted half the time); i128 beyond that.
     let mut sums = [0i64; 64];
@@ -137,6 +81,57 @@ fn simhash_general(features: impl Iterator<Item = (u64, u64)>) -> u64 {
         }
     })
 }
+
+/// [`simhash_weighted`] of a slice: the common case (total weight below 2^31) counts, per bit,
+/// the weight of the features that have it set, a byte of the hash at a time through a table
+/// of lane masks (eight u32 lanes: vector instructions), and sets bit i when twice that exceeds
+/// the total (sum = set − unset = 2·set − total > 0). The same result, several times faster
+/// than a signed sum per bit; larger weights take [`simhash_weighted`]'s path.
+pub fn simhash_slice(features: &[(u64, u64)]) -> u64 {
+    let total = features
+        .iter()
+        .try_fold(0u64, |t, &(_, w)| t.checked_add(w).filter(|&t| t < 1 << 31));
+    let Some(total) = total else {
+        return simhash_weighted(features.iter().copied());
+    };
+    let mut set = [0u32; 64];
+    for &(h, w) in features {
+        let w = w as u32;
+        for (j, lanes) in set.chunks_exact_mut(8).enumerate() {
+            // Byte j of the hash from the top: bits 8j..8j+8 (bit 0 = most significant).
+            let byte = (h >> (56 - 8 * j)) as u8;
+            let masks = &BYTE_MASKS[byte as usize];
+            for (s, &m) in lanes.iter_mut().zip(masks) {
+                *s += m & w;
+            }
+        }
+    }
+    set.iter().enumerate().fold(0u64, |fp, (i, &s)| {
+        if 2 * s as u64 > total {
+            fp | (1 << (63 - i))
+        } else {
+            fp
+        }
+    })
+}
+
+/// For each byte value, eight lanes: all ones where the byte's bit (most significant first) is
+/// set.
+static BYTE_MASKS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut l = 0;
+        while l < 8 {
+            if (b >> (7 - l)) & 1 == 1 {
+                t[b][l] = u32::MAX;
+            }
+            l += 1;
+        }
+        b += 1;
+    }
+    t
+};
 
 /// The feature hash: xxh3-64 of the feature's UTF-8 bytes with [`FEATURE_SEED`].
 pub fn feature_hash(feature: &str) -> u64 {

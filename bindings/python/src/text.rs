@@ -77,7 +77,9 @@ pub fn doc_freqs<'py>(
     let t = Texts::from_py(texts)?;
     let long = t.len() > LONG_CALL;
     let (f, c, n) = detached_watched(py, threads, long, move |cancel| {
-        let counter = crate::texts::doc_freqs(&t, &h, html, bound, cancel)?;
+        let keep =
+            |_: usize, text: &str| bound.is_none_or(|b| simdex::simhash::text_digest(text) <= b);
+        let counter = crate::texts::doc_freqs(&t, &h, html, keep, cancel)?;
         let n = counter.docs();
         let (f, c) = counter
             .into_sorted()

@@ -170,11 +170,12 @@ pub fn hash_all(
 }
 
 /// Document frequencies of the texts' features (unweighted hasher `h`), on all cores.
+/// Only the texts `keep(row, text)` accepts (the text as tokenized) are counted.
 pub fn doc_freqs(
     texts: &Texts,
     h: &Simhasher,
     html: bool,
-    bound: Option<u64>,
+    keep: impl Fn(usize, &str) -> bool + Sync,
     cancel: &Cancel,
 ) -> simdex::Result<DfCounter> {
     (0..texts.len())
@@ -183,7 +184,7 @@ pub fn doc_freqs(
         .try_fold(DfCounter::default, |mut c, i| {
             cancel.check()?;
             let text = visible(texts.get(i), html);
-            if bound.is_some_and(|b| simdex::simhash::text_digest(&text) > b) {
+            if !keep(i, &text) {
                 return Ok(c);
             }
             let f: Vec<u64> = h.features(&text).into_iter().map(|(f, _)| f).collect();
@@ -219,6 +220,7 @@ pub fn learn_idf(
 ) -> simdex::Result<simdex::simhash::IdfTable> {
     let d = digests(texts, html, cancel)?;
     let n = d.len() as u64;
-    let bound = simdex::simhash::sample_bound(d, simdex::simhash::IDF_SAMPLE_DOCS);
-    Ok(doc_freqs(texts, h, html, bound, cancel)?.finish_for(shingle, n))
+    let bound = simdex::simhash::sample_bound(&d, simdex::simhash::IDF_SAMPLE_DOCS);
+    let keep = |i: usize, _: &str| bound.is_none_or(|b| d[i] <= b);
+    Ok(doc_freqs(texts, h, html, keep, cancel)?.finish_for(shingle, n))
 }
