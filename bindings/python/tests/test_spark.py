@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -65,11 +66,23 @@ def spark():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        # Headroom for the 25M-character document of test_bad_rows_follow_the_cli_rule: two
+        # tasks each copy it a few times (UTF-8 row, Arrow batch) within Spark's default 1g.
+        .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@pytest.fixture(autouse=True)
+def _release_cached(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test's cached DataFrames are dropped after it: the suite shares one driver JVM, and
+    the one with a 25M-character document needs the heap that earlier results would still hold."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
 
 
 @pytest.fixture(scope="module")
@@ -398,3 +411,23 @@ def test_executor_errors_are_the_engines(spark, jsonl: Path) -> None:
     with pytest.raises(simdex.InvalidArgument) as e:
         ss.dedup(ss.read_corpus(spark, str(jsonl)), weights="count", shingle=0)
     assert "Python worker" not in str(e.value) and "shingle" in str(e.value)
+
+
+def test_a_result_releases_its_cache(spark) -> None:
+    """`dedup` caches its fingerprints and pairs on the executors; `unpersist` (or leaving a
+    `with` block) releases every one of them, and the outputs stay computable."""
+    df = spark.createDataFrame(
+        [(str(i), f"shared words of a page number {i % 5} and more") for i in range(40)],
+        "id string, text string",
+    )
+
+    def cached() -> int:
+        return spark.sparkContext._jsc.getPersistentRDDs().size()
+
+    before = cached()
+    for verify in (None, 0.9):
+        with ss.dedup(df, pairs=True, verify=verify) as r:
+            assert cached() > before
+            removed = r.stats["removed"]
+        assert cached() == before
+        assert sum(not d.keep for d in r.docs.collect()) == removed == 35

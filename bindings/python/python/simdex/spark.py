@@ -73,6 +73,22 @@ class DedupResult:
     stats: dict[str, Any] = field(default_factory=dict)
     """Counts: documents, bad, featureless, distinct fingerprints, the design, pairs (of rows),
     fingerprint pairs, clusters (2+ rows), removed, and the component method used."""
+    _cached: list[Any] = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        """Release the executors' cached fingerprints and pairs behind the DataFrames. Spark
+        keeps them until told (they are what makes ``docs`` and ``pairs`` cheap to write), so a
+        session that runs many jobs should call this (or use the result in a ``with`` block)
+        once the outputs are written; the DataFrames stay usable but are recomputed."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+    def __enter__(self) -> "DedupResult":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unpersist()
 
     def write(self, out: str, *, mode: str = "error") -> None:
         """Write ``out/docs`` (Parquet), ``out/pairs`` (Parquet, if computed), ``out/remove``
@@ -387,6 +403,7 @@ def _dedup(
         )
         edges = verified.select(F.col("ra").alias("a"), F.col("rb").alias("b"))
         n_edges = edges.count()
+        candidates.unpersist()  # counted into `verified`, which is cached itself
     else:
         edges, n_edges = fp_pairs, n_fp_pairs
     use_driver = components == "driver" or (
@@ -469,7 +486,8 @@ def _dedup(
     if verified is not None:
         stats["candidate_pairs"] = n_candidates
         stats["verified_pairs"] = n_edges
-    return DedupResult(docs=docs_out, pairs=pairs_out, bad=bad, stats=stats)
+    cached = [hashed, groups, fp_pairs] + ([verified] if verified is not None else [])
+    return DedupResult(docs=docs_out, pairs=pairs_out, bad=bad, stats=stats, _cached=cached)
 
 
 def batch_against(
