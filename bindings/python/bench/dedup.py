@@ -3,6 +3,7 @@ datasketch on the same file, in one run (opt-in, not in CI).
 
     .venv/bin/pip install rensa datasketch
     .venv/bin/python bindings/python/bench/dedup.py --n 100000 [--methods simdex,simdex-verify,cli,cli-verify,rensa,datasketch]
+    .venv/bin/python bindings/python/bench/dedup.py --n 10000000 --methods cli,cli-verify --cli-mem 8G
 
 The corpus: `--n` documents of 200 words drawn from a Zipfian vocabulary of 50 000 words
 (exponent 1.1), 5% of them planted near-duplicates of an earlier document with 0-5% of their
@@ -34,7 +35,10 @@ THRESHOLD = 0.9
 
 
 def generate(n: int, out: Path, seed: int = 7) -> None:
-    """The corpus as Parquet (id, text), JSON Lines and the planted pairs (npy)."""
+    """The corpus as Parquet (id, text), JSON Lines and the planted pairs (npy).
+
+    Word ids are held as uint16 (400 bytes a document: 4 GB at 10M) and drawn, planted and
+    written in chunks, so that memory stays far below the texts' size at any `n`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,7 +50,11 @@ def generate(n: int, out: Path, seed: int = 7) -> None:
     ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
     p = ranks**-1.1
     p /= p.sum()
-    words = rng.choice(VOCAB, size=(n, WORDS), p=p)
+    chunk = 1 << 16
+    words = np.empty((n, WORDS), dtype=np.uint16)
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        words[lo:hi] = rng.choice(VOCAB, size=(hi - lo, WORDS), p=p)
     planted = []
     for i in np.flatnonzero(rng.random(n) < PLANTED):
         if i == 0:
@@ -58,14 +66,35 @@ def generate(n: int, out: Path, seed: int = 7) -> None:
         row[at] = rng.choice(VOCAB, size=subs, p=p)
         words[i] = row
         planted.append((src, int(i)))
-    texts = [" ".join(vocab[w]) for w in words]
-    ids = np.arange(n, dtype=np.int64)
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
     # Row groups of 64k rows, as writers commonly cut them (a reader decodes one at a time).
-    pq.write_table(pa.table({"id": ids, "text": texts}), out / "corpus.parquet", row_group_size=1 << 16)
-    with open(out / "corpus.jsonl", "w") as f:
-        for i, t in zip(ids, texts):
-            f.write(json.dumps({"id": int(i), "text": t}) + "\n")
+    with pq.ParquetWriter(out / "corpus.parquet", schema) as pw, open(out / "corpus.jsonl", "w") as f:
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            texts = [" ".join(vocab[w]) for w in words[lo:hi]]
+            ids = np.arange(lo, hi, dtype=np.int64)
+            pw.write_table(pa.table({"id": ids, "text": texts}, schema=schema))
+            f.writelines(json.dumps({"id": int(i), "text": t}) + "\n" for i, t in zip(ids, texts))
     np.save(out / "planted.npy", np.array(planted, dtype=np.int64).reshape(-1, 2))
+
+
+def texts_of(path: Path, rows: set[int]) -> dict[int, str]:
+    """The texts of the given rows only, one row group at a time (the corpus may not fit)."""
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    want = np.array(sorted(rows), dtype=np.int64)
+    got: dict[int, str] = {}
+    lo = 0
+    for g in range(f.num_row_groups):
+        hi = lo + f.metadata.row_group(g).num_rows
+        sel = want[(want >= lo) & (want < hi)]
+        if len(sel):
+            col = f.read_row_group(g, columns=["text"]).column("text")
+            for r in sel:
+                got[int(r)] = col[int(r - lo)].as_py()
+        lo = hi
+    return got
 
 
 def shingles(text: str) -> set[int]:
@@ -95,6 +124,8 @@ def m_simdex(path: Path, verify: bool):
 def m_cli(path: Path, verify: bool):
     jsonl = path.with_suffix(".jsonl")
     cmd = [os.environ.get("SIMDEX", "target/release/simdex"), "dedup", "--jsonl", "--quiet", str(jsonl)]
+    if CLI_MEM:
+        cmd += ["--mem", CLI_MEM]
     if verify:
         cmd += ["--verify", f"jaccard:{THRESHOLD}"]
     r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], check=True, capture_output=True, text=True)
@@ -159,6 +190,7 @@ METHODS = {
 
 
 CLI_RSS_KB = 0
+CLI_MEM = ""  # `--cli-mem`: the command line's --mem (its default when empty)
 
 
 def child(method: str, path: Path, out: Path) -> None:
@@ -178,8 +210,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--methods", default="read,simdex,simdex-verify,cli,cli-verify,rensa,datasketch")
+    ap.add_argument("--cli-mem", default="", help="--mem for the command line (e.g. 8G)")
     ap.add_argument("--child", default=None)
     a = ap.parse_args()
+    global CLI_MEM
+    CLI_MEM = a.cli_mem
     d = a.dir or Path(f"/tmp/simdex-dedup-{a.n}")
     if a.child:
         child(a.child, d / "corpus.parquet", d)
@@ -189,17 +224,16 @@ def main() -> None:
         t0 = time.perf_counter()
         generate(a.n, d)
         print(f"generated {a.n} documents in {time.perf_counter() - t0:.1f} s under {d}", file=sys.stderr)
-    import pyarrow.parquet as pq
-
-    texts = pq.read_table(d / "corpus.parquet", columns=["text"]).column("text").to_pylist()
     planted = np.load(d / "planted.npy")
+    texts = texts_of(d / "corpus.parquet", {int(x) for x in planted.ravel()})
     truth = {(int(a), int(b)) for a, b in planted if jaccard(texts[a], texts[b]) >= THRESHOLD}
     print(f"## Dedup of {a.n} generated documents ({len(truth)} planted pairs at Jaccard >= {THRESHOLD}), "
           f"{os.cpu_count()} cores\n")
     print("| method | docs/s | peak RSS | pairs | precision | recall |")
     print("|---|---:|---:|---:|---:|---:|")
     for m in a.methods.split(","):
-        r = subprocess.run([sys.executable, __file__, "--n", str(a.n), "--dir", str(d), "--child", m],
+        r = subprocess.run([sys.executable, __file__, "--n", str(a.n), "--dir", str(d), "--cli-mem", a.cli_mem,
+                            "--child", m],
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"| {m} | failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode} | | | | |")
@@ -207,6 +241,7 @@ def main() -> None:
         stats = json.loads(r.stdout.strip().splitlines()[-1])
         pairs = np.load(d / f"{m}.pairs.npy")
         found = {(int(min(x, y)), int(max(x, y))) for x, y in pairs}
+        texts.update(texts_of(d / "corpus.parquet", {r for p in found for r in p} - texts.keys()))
         good = sum(jaccard(texts[x], texts[y]) >= THRESHOLD for x, y in found)
         cpath = d / f"{m}.clusters.npy"
         if cpath.exists():
