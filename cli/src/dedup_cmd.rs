@@ -22,8 +22,9 @@ pub struct DedupArgs {
     /// Output file (written atomically); standard output if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Memory budget of the index build, and of the shingle sets --verify holds at once (more
-    /// candidates than fit take more passes over the input).
+    /// Memory budget of the index build, and of --verify: its candidate pairs take at most half
+    /// (more are verified a batch at a time), the shingle sets of a pass the rest (more than
+    /// fit take more passes over the input).
     #[arg(long, default_value = "1G", value_parser = crate::util::parse_size)]
     pub mem: u64,
     /// Exact answers: keep only the candidate pairs (fingerprints within --candidate-k) whose
@@ -54,7 +55,7 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
 
 use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
-use simdex::dedup::{Candidates, Clusters, Passes};
+use simdex::dedup::{Candidates, Clusters, PAIR_BYTES, Passes};
 
 /// Verification of the candidate pairs in passes over the input, each holding at most `budget`
 /// bytes of shingle sets ([`Passes`]); `ords` is each row's position among the documents read.
@@ -229,39 +230,48 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         None => std::env::temp_dir(),
     };
-    let cand = Candidates::new(
-        &fps,
-        None,
-        k,
-        &tmp,
-        a.mem,
-        &crate::progress::handle(!a.docs.quiet),
-    )?;
-    // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
-    // clusters mode only unions groups, so large duplicate groups cost nothing extra.
-    let materialize = !a.clusters || verify.is_some();
-    let pairs = if materialize {
-        cand.pairs()
-    } else {
-        Vec::new()
-    };
-    let mut components = if materialize {
-        Clusters::new(fps.len())
-    } else {
-        cand.clusters()
-    };
-    let candidates = pairs.len();
-    // Verification: the exact Jaccard of every candidate pair; clusters from verified pairs.
+    let progress = crate::progress::handle(!a.docs.quiet);
+    let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
+    // Verification: the exact Jaccard of every candidate pair, a batch of candidates at a time
+    // (the pairs may take half of --mem, the shingle sets of a pass the rest); clusters from
+    // the verified pairs.
+    let mut candidates = 0u64;
+    let mut pairs = Vec::new();
     let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
-        Some(t) => Some(verify_in_passes(
-            &mut a.docs,
-            &pairs,
-            &ords,
-            a.verify_tokens,
-            t,
-            a.mem,
-        )?),
-        None => None,
+        Some(t) => {
+            let mut verified = Vec::new();
+            let max_pairs = (a.mem / 2 / PAIR_BYTES).max(1);
+            let n = ords.len();
+            // What is held throughout: the ids, fingerprints, rows and the join's tables.
+            let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
+                + (fps.capacity() + ords.capacity()) as u64 * 8
+                + cand.memory_bytes();
+            cand.batches(max_pairs, &progress, |batch| {
+                candidates += batch.len() as u64;
+                let listed = (batch.capacity() * 12) as u64 + Passes::index_bytes(batch.len(), n);
+                let sets = a.mem.saturating_sub(held + listed);
+                let mut v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
+                verified.append(&mut v);
+                Ok(())
+            })?;
+            verified.sort_unstable_by_key(|p| (p.0, p.1));
+            Some(verified)
+        }
+        None => {
+            // Pairs mode lists every pair (quadratic in the size of a group of equal
+            // fingerprints); clusters mode only unions groups, so large duplicate groups cost
+            // nothing extra.
+            if !a.clusters {
+                pairs = cand.pairs()?;
+                candidates = pairs.len() as u64;
+            }
+            None
+        }
+    };
+    let mut components = if a.clusters && verify.is_none() {
+        cand.clusters()?
+    } else {
+        Clusters::new(fps.len())
     };
     if let Some(v) = &verified
         && a.clusters
@@ -294,11 +304,17 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         );
     }
     if !a.docs.quiet {
+        // Counted already where the pairs were listed (joining again would cost a join).
+        let count = if verify.is_some() || !a.clusters {
+            candidates
+        } else {
+            cand.pair_count()?
+        };
         eprintln!(
             "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",
             fps.len() as u64 + featureless,
             cand.distinct(),
-            cand.pair_count(),
+            count,
             k,
             skipped_note(featureless, bad)
         );

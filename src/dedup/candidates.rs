@@ -4,25 +4,45 @@
 use rayon::prelude::*;
 
 use super::Clusters;
+use super::wide::WideJoin;
 use crate::error::{Error, Result};
 use crate::index::Pair;
 use crate::progress::ProgressHandle;
 
 /// The candidate pairs of a corpus: its documents grouped by fingerprint, and the pairs of
 /// distinct fingerprints within `k` from the index self-join (in bounded memory, spilling under
-/// a temporary directory). Clusters can be had without listing the pairs ([`Self::clusters`]),
-/// which matters when a group of equal fingerprints is large (its pairs are quadratic).
+/// a temporary directory) or, beyond an index's k, the block join. Clusters can be had without
+/// listing the pairs ([`Self::clusters`]), which matters when a group of equal fingerprints is
+/// large (its pairs are quadratic); and the pairs can be had in batches of bounded size
+/// ([`Self::batches`]), which matters when the candidates of a wide k outgrow memory.
 #[derive(Debug)]
 pub struct Candidates {
     /// (fingerprint, row), ascending.
     rows: Vec<(u64, u32)>,
-    joined: Vec<Pair>,
+    joined: Joined,
     n: usize,
 }
 
+/// The pairs of distinct fingerprints: listed, or a block join too large to list at once,
+/// taken in parts.
+#[derive(Debug)]
+enum Joined {
+    Listed(Vec<Pair>),
+    Parts(WideJoin),
+}
+
+/// Bytes a candidate pair is counted for while listed: the fingerprint pair (24) while it is
+/// expanded to rows, the row pair (12) and what a verification pass indexes it by (12).
+pub const PAIR_BYTES: u64 = 48;
+
+/// Parts the block join is cut into when its pairs do not fit: a part is about 1/64 of them.
+const PARTS: usize = 64;
+
 impl Candidates {
     /// Candidates of documents `0..fps.len()` (at most 2^32) with fingerprints `fps`; rows whose
-    /// `skip` entry is true (documents without any feature) take part in nothing.
+    /// `skip` entry is true (documents without any feature) take part in nothing. Of
+    /// `mem_bytes`, the listed pairs may take half (at [`PAIR_BYTES`] each); a block join
+    /// with more pairs than that is kept unlisted, its pairs produced part by part when asked.
     pub fn new(
         fps: &[u64],
         skip: Option<&[bool]>,
@@ -50,11 +70,19 @@ impl Candidates {
         let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
         distinct.dedup();
         // Within an index's k, the index self-join (bounded memory); beyond it (verification's
-        // candidates), the in-memory block join.
+        // candidates), the in-memory block join, listed when a sample part says its pairs fit.
         let joined = if k <= crate::design::MAX_K {
-            crate::index::self_join(&distinct, k, tmp, mem_bytes, progress)?
+            Joined::Listed(crate::index::self_join(
+                &distinct, k, tmp, mem_bytes, progress,
+            )?)
         } else {
-            super::wide::wide_join(&distinct, k, progress)?
+            let join = WideJoin::new(&distinct, k)?;
+            let sample = join.part(0, PARTS, &ProgressHandle::none())?.len() as u64;
+            if sample * PARTS as u64 * PAIR_BYTES <= mem_bytes / 2 {
+                Joined::Listed(join.part(0, 1, progress)?)
+            } else {
+                Joined::Parts(join)
+            }
         };
         Ok(Candidates {
             rows,
@@ -70,64 +98,137 @@ impl Candidates {
         &self.rows[a..b]
     }
 
+    /// Bytes held: the rows by fingerprint, and the listed pairs or the prepared join.
+    pub fn memory_bytes(&self) -> u64 {
+        let joined = match &self.joined {
+            Joined::Listed(p) => p.capacity() * std::mem::size_of::<Pair>(),
+            Joined::Parts(j) => j.memory_bytes() as usize,
+        };
+        (self.rows.capacity() * 16 + joined) as u64
+    }
+
     /// Distinct fingerprints taking part.
     pub fn distinct(&self) -> usize {
         self.rows.chunk_by(|a, b| a.0 == b.0).count()
     }
 
+    /// Call `f` with the fingerprint pairs of each part, in order (one part when listed).
+    fn for_each_part(
+        &self,
+        progress: &ProgressHandle,
+        mut f: impl FnMut(&[Pair]) -> Result<()>,
+    ) -> Result<()> {
+        match &self.joined {
+            Joined::Listed(pairs) => f(pairs),
+            Joined::Parts(join) => {
+                for part in 0..PARTS {
+                    f(&join.part(part, PARTS, progress)?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// How many pairs [`Self::pairs`] would list, without listing them.
-    pub fn pair_count(&self) -> u64 {
-        let within: u64 = self
+    pub fn pair_count(&self) -> Result<u64> {
+        let mut n: u64 = self
             .rows
             .chunk_by(|a, b| a.0 == b.0)
             .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
             .sum();
-        let across: u64 = self
-            .joined
-            .iter()
-            .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
-            .sum();
-        within + across
+        self.for_each_part(&ProgressHandle::none(), |joined| {
+            n += joined
+                .iter()
+                .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
+                .sum::<u64>();
+            Ok(())
+        })?;
+        Ok(n)
     }
 
     /// The clusters of the candidate pairs, found without listing them: each group of equal
     /// fingerprints is one, and each joined pair of fingerprints links two groups.
-    pub fn clusters(&self) -> Clusters {
+    pub fn clusters(&self) -> Result<Clusters> {
         let mut c = Clusters::new(self.n);
         for w in self.rows.windows(2) {
             if w[0].0 == w[1].0 {
                 c.join(w[0].1 as usize, w[1].1 as usize);
             }
         }
-        for p in &self.joined {
-            c.join(
-                self.group(p.batch)[0].1 as usize,
-                self.group(p.stored)[0].1 as usize,
-            );
-        }
-        c
+        self.for_each_part(&ProgressHandle::none(), |joined| {
+            for p in joined {
+                c.join(
+                    self.group(p.batch)[0].1 as usize,
+                    self.group(p.stored)[0].1 as usize,
+                );
+            }
+            Ok(())
+        })?;
+        Ok(c)
     }
 
     /// Every pair of rows `(a, b, distance)`, `a < b`, sorted. Quadratic in the size of a group
     /// of equal fingerprints.
-    pub fn pairs(&self) -> Vec<(u32, u32, u32)> {
+    pub fn pairs(&self) -> Result<Vec<(u32, u32, u32)>> {
         let mut out = Vec::new();
-        for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
+        self.batches(u64::MAX, &ProgressHandle::none(), |batch| {
+            out.extend(batch);
+            Ok(())
+        })?;
+        out.par_sort_unstable();
+        Ok(out)
+    }
+
+    /// The pairs of [`Self::pairs`] in batches, each sorted, together each pair once: a batch
+    /// holds the pairs of whole parts of the join up to `max_pairs` (one part may exceed it
+    /// alone), the equal-fingerprint pairs in the first. One batch when the
+    /// join is listed. What a caller does with a batch (verification) is done before the
+    /// next part is joined, so memory holds one batch at a time.
+    pub fn batches(
+        &self,
+        max_pairs: u64,
+        progress: &ProgressHandle,
+        mut f: impl FnMut(Vec<(u32, u32, u32)>) -> Result<()>,
+    ) -> Result<()> {
+        let groups = || self.rows.chunk_by(|a, b| a.0 == b.0);
+        let within: u64 = groups()
+            .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
+            .sum();
+        let mut out = Vec::new();
+        out.reserve_exact(within as usize);
+        for g in groups() {
             for (x, a) in g.iter().enumerate() {
                 for b in &g[x + 1..] {
                     out.push((a.1.min(b.1), a.1.max(b.1), 0));
                 }
             }
         }
-        for p in &self.joined {
-            for a in self.group(p.batch) {
-                for b in self.group(p.stored) {
-                    out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
+        self.for_each_part(progress, |joined| {
+            // The part's row pairs, counted first: a full batch goes before the part is added,
+            // and the batch is allocated to its size (no doubling slack).
+            let adding: u64 = joined
+                .iter()
+                .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
+                .sum();
+            if !out.is_empty() && out.len() as u64 + adding > max_pairs {
+                out.par_sort_unstable();
+                f(std::mem::take(&mut out))?;
+            }
+            out.reserve_exact(adding as usize);
+            for p in joined {
+                for a in self.group(p.batch) {
+                    for b in self.group(p.stored) {
+                        out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
+                    }
                 }
             }
+            Ok(())
+        })?;
+        if !out.is_empty() {
+            out.par_sort_unstable();
+            f(out)?;
         }
-        out.par_sort_unstable();
-        out
+        Ok(())
     }
 }
 
@@ -179,8 +280,70 @@ mod tests {
             }
         }
         assert!(want.len() > 100);
-        assert_eq!(c.pairs(), want);
-        assert_eq!(c.pair_count(), want.len() as u64);
-        assert_eq!(c.clusters().roots(), naive.roots());
+        assert_eq!(c.pairs().unwrap(), want);
+        assert_eq!(c.pair_count().unwrap(), want.len() as u64);
+        assert_eq!(c.clusters().unwrap().roots(), naive.roots());
+    }
+
+    /// Beyond an index's k, a join whose pairs exceed the budget stays unlisted and is taken a
+    /// part at a time: batches of any size, pairs, counts and clusters are brute force's.
+    #[test]
+    fn an_unlisted_wide_join_gives_the_same_pairs_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x = 11u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Clumpy: 40 centres, members up to 6 bits away from theirs, some repeated.
+        let base: Vec<u64> = (0..40).map(|_| next()).collect();
+        let fps: Vec<u64> = (0..400)
+            .map(|i| {
+                let mut f = base[(next() % 40) as usize];
+                if i % 5 != 0 {
+                    for _ in 0..next() % 7 {
+                        f ^= 1 << (next() % 64);
+                    }
+                }
+                f
+            })
+            .collect();
+        let k = 10;
+        let mut want = Vec::new();
+        let mut naive = Clusters::new(fps.len());
+        for i in 0..fps.len() {
+            for j in i + 1..fps.len() {
+                let d = (fps[i] ^ fps[j]).count_ones();
+                if d <= k {
+                    want.push((i as u32, j as u32, d));
+                    naive.join(i, j);
+                }
+            }
+        }
+        assert!(want.len() > 1000, "{}", want.len());
+        let none = ProgressHandle::none();
+        for mem in [1 << 30, 4096] {
+            let c = Candidates::new(&fps, None, k, dir.path(), mem, &none).unwrap();
+            assert_eq!(matches!(c.joined, Joined::Parts(_)), mem == 4096);
+            assert_eq!(c.pairs().unwrap(), want, "mem {mem}");
+            assert_eq!(c.pair_count().unwrap(), want.len() as u64);
+            assert_eq!(c.clusters().unwrap().roots(), naive.roots());
+            for max_pairs in [1, 500, u64::MAX] {
+                let mut got = Vec::new();
+                let mut batches = 0;
+                c.batches(max_pairs, &none, |b| {
+                    assert!(b.is_sorted());
+                    batches += 1;
+                    got.extend(b);
+                    Ok(())
+                })
+                .unwrap();
+                got.sort_unstable();
+                assert_eq!(got, want, "mem {mem}, batches of {max_pairs}");
+                assert!(mem == 1 << 30 || max_pairs == u64::MAX || batches > 1);
+            }
+        }
     }
 }

@@ -13,6 +13,6 @@ mod passes;
 pub mod verify;
 pub mod wide;
 
-pub use candidates::Candidates;
+pub use candidates::{Candidates, PAIR_BYTES};
 pub use clusters::Clusters;
 pub use passes::Passes;

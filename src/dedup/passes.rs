@@ -71,6 +71,13 @@ impl Passes {
         }
     }
 
+    /// Bytes a `Passes` over `pairs` pairs and `n` rows holds besides its sets (the pairs
+    /// indexed by their larger row, and two entries per row): what a caller subtracts from its
+    /// budget before giving the rest to the sets.
+    pub fn index_bytes(pairs: usize, n: usize) -> u64 {
+        (pairs * std::mem::size_of::<(u32, u32, u32)>() + n * 9) as u64
+    }
+
     /// Whether a pass remains to be made (call [`offer`](Self::offer) for the rows it
     /// [`wants`](Self::wants), in ascending order, then [`end_pass`](Self::end_pass)).
     pub fn pending(&self) -> bool {

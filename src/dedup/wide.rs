@@ -96,13 +96,10 @@ fn masks(w: u32, r: u32) -> Vec<u32> {
 /// Pairs of `fps` (distinct, any order) within `k` bits, as [`Pair`]s (`batch` < `stored`),
 /// sorted, each once. Memory: per block, a copy of the fingerprints and its offsets.
 pub fn wide_join(fps: &[u64], k: u32, progress: &ProgressHandle) -> Result<Vec<Pair>> {
-    wide_join_part(fps, k, 0, 1, progress)
+    WideJoin::new(fps, k)?.part(0, 1, progress)
 }
 
-/// The share of [`wide_join`] that part `part` of `parts` reports: the pairs found from the
-/// bucket values `part` modulo `parts` (see the loop's comment). The parts' pairs are disjoint
-/// and together the whole join, so a cluster engine can spread it over tasks that each hold
-/// `fps`.
+/// The share of [`wide_join`] that part `part` of `parts` reports (see [`WideJoin::part`]).
 pub fn wide_join_part(
     fps: &[u64],
     k: u32,
@@ -110,104 +107,149 @@ pub fn wide_join_part(
     parts: usize,
     progress: &ProgressHandle,
 ) -> Result<Vec<Pair>> {
-    if parts == 0 || part >= parts {
-        return Err(Error::InvalidArgument(format!(
-            "part {part} of {parts}: give 0 <= part < parts"
-        )));
-    }
-    if k > 64 {
-        return Err(Error::InvalidArgument(format!("k = {k} is beyond 64 bits")));
-    }
-    let mut fps = fps.to_vec();
-    fps.par_sort_unstable();
-    fps.dedup();
-    let fps = &fps[..];
-    let n = fps.len();
-    let p = plan(n as u64, k);
-    // Per block: fingerprints sorted by the block's value (a counting sort), and offsets.
-    let tables: Vec<(Vec<u64>, Vec<u32>)> = p
-        .blocks
-        .par_iter()
-        .map(|&(shift, w)| {
-            let mask = (1u64 << w) - 1;
-            let mut offsets = vec![0u32; (1usize << w) + 1];
-            for &f in fps {
-                offsets[((f >> shift) & mask) as usize + 1] += 1;
-            }
-            for i in 1..offsets.len() {
-                offsets[i] += offsets[i - 1];
-            }
-            let mut at = offsets.clone();
-            let mut sorted = vec![0u64; n];
-            for &f in fps {
-                let v = ((f >> shift) & mask) as usize;
-                sorted[at[v] as usize] = f;
-                at[v] += 1;
-            }
-            (sorted, offsets)
-        })
-        .collect();
-    let block_masks: Vec<Vec<u32>> = p.blocks.iter().map(|&(_, w)| masks(w, p.radius)).collect();
-    let covers = |t: usize, x: u64| {
-        let (shift, w) = p.blocks[t];
-        ((x >> shift) & ((1u64 << w) - 1)).count_ones() <= p.radius
-    };
-    // Bucket against bucket, in order of bucket value: the buckets a run of values probes are
-    // runs too, so memory is read in streams (one fingerprint probing its buckets one at a
-    // time missed the cache on nearly every probe). A pair of buckets is visited from the
-    // smaller value; part `part` visits the values `part` modulo `parts`.
-    progress.stage("wide join", Some(tables.len() as u64))?;
-    let mut pairs: Vec<Pair> = Vec::new();
-    for (t, (sorted, offsets)) in tables.iter().enumerate() {
-        let bucket = |v: usize| &sorted[offsets[v] as usize..offsets[v + 1] as usize];
-        let values = offsets.len() - 1;
-        let found: Vec<Pair> = (part..values)
-            .into_par_iter()
-            .step_by(parts)
-            .with_min_len(64)
-            .fold(Vec::new, |mut out, v| {
-                let here = bucket(v);
-                if here.is_empty() {
-                    return out;
+    WideJoin::new(fps, k)?.part(part, parts, progress)
+}
+
+/// The block join prepared: its tables built once, its pairs produced whole or in parts (a
+/// caller whose pairs would not fit its memory takes them a part at a time).
+#[derive(Debug)]
+pub struct WideJoin {
+    k: u32,
+    plan: Plan,
+    /// Per block: the fingerprints sorted by the block's value (a counting sort), and offsets.
+    tables: Vec<(Vec<u64>, Vec<u32>)>,
+    /// Per block: the XOR masks a probe applies to its value.
+    masks: Vec<Vec<u32>>,
+}
+
+impl WideJoin {
+    /// The join of `fps` (any order, repeats allowed) within `k` bits.
+    pub fn new(fps: &[u64], k: u32) -> Result<WideJoin> {
+        if k > 64 {
+            return Err(Error::InvalidArgument(format!("k = {k} is beyond 64 bits")));
+        }
+        let mut fps = fps.to_vec();
+        fps.par_sort_unstable();
+        fps.dedup();
+        let n = fps.len();
+        let plan = plan(n as u64, k);
+        let tables = plan
+            .blocks
+            .par_iter()
+            .map(|&(shift, w)| {
+                let mask = (1u64 << w) - 1;
+                let mut offsets = vec![0u32; (1usize << w) + 1];
+                for &f in &fps {
+                    offsets[((f >> shift) & mask) as usize + 1] += 1;
                 }
-                let mut push = |f: u64, g: u64, d: u32| {
-                    // Reported by the first table covering the pair.
-                    if !(0..t).any(|s| covers(s, f ^ g)) {
-                        out.push(Pair {
-                            batch: f.min(g),
-                            stored: f.max(g),
-                            distance: d,
-                        });
-                    }
-                };
-                for &m in &block_masks[t] {
-                    let u = v ^ m as usize;
-                    if u < v {
-                        continue;
-                    }
-                    if u == v {
-                        for (i, &f) in here.iter().enumerate() {
-                            within(f, &here[i + 1..], k, |g, d| push(f, g, d));
-                        }
-                    } else {
-                        let there = bucket(u);
-                        for &f in here {
-                            within(f, there, k, |g, d| push(f, g, d));
-                        }
-                    }
+                for i in 1..offsets.len() {
+                    offsets[i] += offsets[i - 1];
                 }
-                out
+                let mut at = offsets.clone();
+                let mut sorted = vec![0u64; n];
+                for &f in &fps {
+                    let v = ((f >> shift) & mask) as usize;
+                    sorted[at[v] as usize] = f;
+                    at[v] += 1;
+                }
+                (sorted, offsets)
             })
-            .reduce(Vec::new, |mut a, b| {
-                a.extend(b);
-                a
-            });
-        pairs.extend(found);
-        progress.advance(1)?;
+            .collect();
+        let masks = plan
+            .blocks
+            .iter()
+            .map(|&(_, w)| masks(w, plan.radius))
+            .collect();
+        Ok(WideJoin {
+            k,
+            plan,
+            tables,
+            masks,
+        })
     }
-    progress.finish();
-    pairs.par_sort_unstable();
-    Ok(pairs)
+
+    /// Bytes the prepared tables hold.
+    pub fn memory_bytes(&self) -> u64 {
+        self.tables
+            .iter()
+            .map(|(f, o)| (f.len() * 8 + o.len() * 4) as u64)
+            .sum()
+    }
+
+    /// The pairs found by the probing fingerprints at positions `part` modulo `parts` of each
+    /// table, sorted. The parts' pairs are disjoint and together the whole join, and of about
+    /// equal size however clumpy the fingerprints: a clump's fingerprints are spread over all
+    /// parts (cutting by bucket value instead put a clump, and most pairs, in one part). Each
+    /// part does its share of the comparisons but walks every bucket. A cluster engine spreads
+    /// the parts over tasks, a machine short of memory takes them one after another, and one
+    /// part estimates the whole.
+    pub fn part(&self, part: usize, parts: usize, progress: &ProgressHandle) -> Result<Vec<Pair>> {
+        if parts == 0 || part >= parts {
+            return Err(Error::InvalidArgument(format!(
+                "part {part} of {parts}: give 0 <= part < parts"
+            )));
+        }
+        let (p, k) = (&self.plan, self.k);
+        let covers = |t: usize, x: u64| {
+            let (shift, w) = p.blocks[t];
+            ((x >> shift) & ((1u64 << w) - 1)).count_ones() <= p.radius
+        };
+        // Bucket against bucket, in order of bucket value: the buckets a run of values probes
+        // are runs too, so memory is read in streams (one fingerprint probing its buckets one
+        // at a time missed the cache on nearly every probe). A pair of buckets is visited from
+        // the smaller value.
+        progress.stage("wide join", Some(self.tables.len() as u64))?;
+        let mut pairs: Vec<Pair> = Vec::new();
+        for (t, (sorted, offsets)) in self.tables.iter().enumerate() {
+            let bucket = |v: usize| &sorted[offsets[v] as usize..offsets[v + 1] as usize];
+            let values = offsets.len() - 1;
+            let found: Vec<Pair> = (0..values)
+                .into_par_iter()
+                .with_min_len(64)
+                .fold(Vec::new, |mut out, v| {
+                    let here = bucket(v);
+                    if here.is_empty() {
+                        return out;
+                    }
+                    // This part's probing fingerprints: those at positions `part` modulo
+                    // `parts` of the table (every one when `parts` is 1).
+                    let first = offsets[v] as usize;
+                    let mine = |i: usize| parts == 1 || (first + i) % parts == part;
+                    let mut push = |f: u64, g: u64, d: u32| {
+                        // Reported by the first table covering the pair.
+                        if !(0..t).any(|s| covers(s, f ^ g)) {
+                            out.push(Pair {
+                                batch: f.min(g),
+                                stored: f.max(g),
+                                distance: d,
+                            });
+                        }
+                    };
+                    for &m in &self.masks[t] {
+                        let u = v ^ m as usize;
+                        if u < v {
+                            continue;
+                        }
+                        let there = if u == v { here } else { bucket(u) };
+                        for (i, &f) in here.iter().enumerate().filter(|&(i, _)| mine(i)) {
+                            // Within its own bucket, a fingerprint meets those after it.
+                            let from = if u == v { i + 1 } else { 0 };
+                            within(f, &there[from..], k, |g, d| push(f, g, d));
+                        }
+                    }
+                    out
+                })
+                .reduce(Vec::new, |mut a, b| {
+                    a.extend(b);
+                    a
+                });
+            pairs.extend(found);
+            progress.advance(1)?;
+        }
+        progress.finish();
+        pairs.par_sort_unstable();
+        Ok(pairs)
+    }
 }
 
 /// Call `hit(g, distance)` for every `g` of `gs` within `k` bits of `f`: the inner loop of the
@@ -326,6 +368,42 @@ mod tests {
 
     /// Exact against brute force: random fingerprints with planted neighbours at every distance
     /// up to past k, clusters of near-equal ones, the ends of the space.
+    /// Parts are of about equal size on clumpy fingerprints too (a clump's members spread over
+    /// all parts), so that one part estimates the whole and a batch of parts stays bounded.
+    #[test]
+    fn parts_are_balanced_on_clumps() {
+        let mut x = 3u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Three clumps: members within 8 bits of their centre.
+        let centres = [next(), next(), next()];
+        let fps: Vec<u64> = (0..6000)
+            .map(|i| {
+                let mut f = centres[i % 3];
+                for _ in 0..8 {
+                    f ^= 1 << (next() % 64);
+                }
+                f
+            })
+            .collect();
+        let join = WideJoin::new(&fps, 11).unwrap();
+        let sizes: Vec<usize> = (0..8)
+            .map(|p| join.part(p, 8, &ProgressHandle::none()).unwrap().len())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        assert!(total > 100_000, "{total}");
+        for s in &sizes {
+            assert!(
+                *s * 8 > total * 8 / 10 && *s * 8 < total * 12 / 10,
+                "{sizes:?}"
+            );
+        }
+    }
+
     #[test]
     fn wide_join_is_the_brute_force_join() {
         let mut s = 11;

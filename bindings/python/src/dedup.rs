@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::{Candidates, Clusters, Passes};
+use simdex::dedup::{Candidates, Clusters, PAIR_BYTES, Passes};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -61,17 +61,20 @@ pub fn dedup_fingerprints<'py>(
     let (clusters, pairs) = detached_watched(py, threads, long, move |cancel| {
         let cand = Candidates::new(fps, skip, k, &tmp, mem_bytes, &cancel.progress())?;
         let clusters: Vec<i64> = cand
-            .clusters()
+            .clusters()?
             .roots()
             .into_iter()
             .map(|r| r as i64)
             .collect();
-        let pairs = return_pairs.then(|| {
-            cand.pairs()
-                .into_iter()
-                .map(|(a, b, d)| (a as i64, b as i64, d))
-                .collect::<Vec<_>>()
-        });
+        let pairs = match return_pairs {
+            true => Some(
+                cand.pairs()?
+                    .into_iter()
+                    .map(|(a, b, d)| (a as i64, b as i64, d))
+                    .collect::<Vec<_>>(),
+            ),
+            false => None,
+        };
         Ok((clusters, pairs))
     })?;
     let pairs = pairs.map(|v| {
@@ -137,32 +140,43 @@ pub fn verify_texts<'py>(
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let long = fps.len() > LONG_CALL;
     let (clusters, verified) = detached_watched(py, threads, long, move |cancel| {
-        // Candidates first (the index self-join, or the block join beyond k = 7), then their
-        // shingle sets, in passes that hold at most `mem_bytes` of them (one when they fit).
-        let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?.pairs();
-        let mut passes = Passes::new(&cand, texts.len(), t, mem_bytes);
-        while passes.pending() {
-            for start in (0..texts.len()).step_by(1 << 16) {
-                let rows = start..(start + (1 << 16)).min(texts.len());
-                let sets: Vec<(usize, Vec<u64>)> = rows
-                    .into_par_iter()
-                    .filter(|&r| passes.wants(r))
-                    .map(|r| {
-                        cancel.check()?;
-                        let text = visible(texts.get(r), html);
-                        Ok((
-                            r,
-                            rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
-                        ))
-                    })
-                    .collect::<simdex::Result<_>>()?;
-                for (r, set) in sets {
-                    passes.offer(r, set);
+        // Candidates first (the index self-join, or the block join beyond k = 7), a batch at a
+        // time (their pairs may take half of `mem_bytes`), then their shingle sets, in passes
+        // that hold at most the rest (one when they fit).
+        let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?;
+        let mut verified = Vec::new();
+        let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1);
+        let held = cand.memory_bytes();
+        cand.batches(max_pairs, &cancel.progress(), |batch| {
+            let listed =
+                (batch.capacity() * 12) as u64 + Passes::index_bytes(batch.len(), texts.len());
+            let sets = mem_bytes.saturating_sub(held + listed);
+            let mut passes = Passes::new(&batch, texts.len(), t, sets);
+            while passes.pending() {
+                for start in (0..texts.len()).step_by(1 << 16) {
+                    let rows = start..(start + (1 << 16)).min(texts.len());
+                    let sets: Vec<(usize, Vec<u64>)> = rows
+                        .into_par_iter()
+                        .filter(|&r| passes.wants(r))
+                        .map(|r| {
+                            cancel.check()?;
+                            let text = visible(texts.get(r), html);
+                            Ok((
+                                r,
+                                rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
+                            ))
+                        })
+                        .collect::<simdex::Result<_>>()?;
+                    for (r, set) in sets {
+                        passes.offer(r, set);
+                    }
                 }
+                passes.end_pass();
             }
-            passes.end_pass();
-        }
-        let verified = passes.finish();
+            verified.append(&mut passes.finish());
+            Ok(())
+        })?;
+        verified.sort_unstable_by_key(|p| (p.0, p.1));
         let n = fps.len();
         let mut clusters = Clusters::new(n);
         for &(a, b, _, _) in &verified {

@@ -128,9 +128,10 @@ def dedup(
 
     ``verify=T`` (texts only) gives exact answers: candidate rows within ``candidate_k`` bits
     (default 11; above 7 from a join over blocks of bits, in memory) are kept only if their
-    word 3-shingle sets have Jaccard >= T (computed for the candidate rows only, at most
-    ``mem_bytes`` of them at once: more take more passes over the texts), and clusters come
-    from kept pairs;
+    word 3-shingle sets have Jaccard >= T (computed for the candidate rows only), and clusters
+    come from kept pairs. Within ``mem_bytes``, the candidate pairs take at most half (a join
+    with more is verified a part at a time) and the shingle sets held at once the rest (more
+    take more passes over the texts);
     pairs are then ``(row_a, row_b, distance, jaccard)``. ``verify_tokens`` is how the
     shingles' words are cut: ``"unicode"`` (the fingerprint's tokens) or ``"whitespace"`` (split
     at white space, as written), as ``simdex dedup --verify-tokens``. Fingerprints for verification use
