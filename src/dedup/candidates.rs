@@ -28,15 +28,16 @@ pub struct Candidates {
 #[derive(Debug)]
 enum Joined {
     Listed(Vec<Pair>),
-    Parts(WideJoin),
+    Parts(WideJoin, usize),
 }
 
 /// Bytes a candidate pair is counted for while listed: the fingerprint pair (24) while it is
 /// expanded to rows, the row pair (12) and what a verification pass indexes it by (12).
 pub const PAIR_BYTES: u64 = 48;
 
-/// Parts the block join is cut into when its pairs do not fit: a part is about 1/64 of them.
-const PARTS: usize = 64;
+/// The share of the block join that estimates its size: one part in 64 (parts are of about
+/// equal size, and a part costs a walk over the buckets plus its share of the comparisons).
+const SAMPLE_PARTS: usize = 64;
 
 impl Candidates {
     /// Candidates of documents `0..fps.len()` (at most 2^32) with fingerprints `fps`; rows whose
@@ -77,11 +78,15 @@ impl Candidates {
             )?)
         } else {
             let join = WideJoin::new(&distinct, k)?;
-            let sample = join.part(0, PARTS, &ProgressHandle::none())?.len() as u64;
-            if sample * PARTS as u64 * PAIR_BYTES <= mem_bytes / 2 {
+            let sample = join.part(0, SAMPLE_PARTS, &ProgressHandle::none())?.len() as u64;
+            let bytes = sample * SAMPLE_PARTS as u64 * PAIR_BYTES;
+            if bytes <= mem_bytes / 2 {
                 Joined::Listed(join.part(0, 1, progress)?)
             } else {
-                Joined::Parts(join)
+                // Parts of a quarter of the budget each as estimated: two of them, or one and
+                // an estimate off by two, fit the half the pairs may take.
+                let parts = bytes.div_ceil((mem_bytes / 4).max(1)).clamp(2, 1 << 16) as usize;
+                Joined::Parts(join, parts)
             }
         };
         Ok(Candidates {
@@ -102,7 +107,7 @@ impl Candidates {
     pub fn memory_bytes(&self) -> u64 {
         let joined = match &self.joined {
             Joined::Listed(p) => p.capacity() * std::mem::size_of::<Pair>(),
-            Joined::Parts(j) => j.memory_bytes() as usize,
+            Joined::Parts(j, _) => j.memory_bytes() as usize,
         };
         (self.rows.capacity() * 16 + joined) as u64
     }
@@ -120,9 +125,9 @@ impl Candidates {
     ) -> Result<()> {
         match &self.joined {
             Joined::Listed(pairs) => f(pairs),
-            Joined::Parts(join) => {
-                for part in 0..PARTS {
-                    f(&join.part(part, PARTS, progress)?)?;
+            Joined::Parts(join, parts) => {
+                for part in 0..*parts {
+                    f(&join.part(part, *parts, progress)?)?;
                 }
                 Ok(())
             }
@@ -326,7 +331,7 @@ mod tests {
         let none = ProgressHandle::none();
         for mem in [1 << 30, 4096] {
             let c = Candidates::new(&fps, None, k, dir.path(), mem, &none).unwrap();
-            assert_eq!(matches!(c.joined, Joined::Parts(_)), mem == 4096);
+            assert_eq!(matches!(c.joined, Joined::Parts(..)), mem == 4096);
             assert_eq!(c.pairs().unwrap(), want, "mem {mem}");
             assert_eq!(c.pair_count().unwrap(), want.len() as u64);
             assert_eq!(c.clusters().unwrap().roots(), naive.roots());

@@ -64,6 +64,9 @@ pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
     };
     v.sort_unstable();
     v.dedup();
+    // Exactly its size: a set may be held for a while (verification's budget counts 8 bytes a
+    // hash), and the collect above reuses the 16-byte features' buffer, twice as large.
+    v.shrink_to_fit();
     v
 }
 
@@ -203,6 +206,11 @@ mod token_tests {
             vec![crate::simhash::feature_hash("only two")]
         );
         assert!(shingle_set_with(" \n", 3, Tokens::Whitespace).is_empty());
+        // A set takes the 8 bytes a hash that verification's budget counts, no more.
+        for t in [Tokens::Unicode, Tokens::Whitespace] {
+            let s = shingle_set_with("a b c d e f g h i j k l m n o p", 3, t);
+            assert_eq!((s.len(), s.capacity()), (14, 14));
+        }
         assert_eq!(
             shingle_set("x y z", 3),
             shingle_set_with("x y z", 3, Tokens::Unicode)

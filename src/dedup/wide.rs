@@ -213,8 +213,7 @@ impl WideJoin {
                     }
                     // This part's probing fingerprints: those at positions `part` modulo
                     // `parts` of the table (every one when `parts` is 1).
-                    let first = offsets[v] as usize;
-                    let mine = |i: usize| parts == 1 || (first + i) % parts == part;
+                    let first = (part + parts - offsets[v] as usize % parts) % parts;
                     let mut push = |f: u64, g: u64, d: u32| {
                         // Reported by the first table covering the pair.
                         if !(0..t).any(|s| covers(s, f ^ g)) {
@@ -231,7 +230,10 @@ impl WideJoin {
                             continue;
                         }
                         let there = if u == v { here } else { bucket(u) };
-                        for (i, &f) in here.iter().enumerate().filter(|&(i, _)| mine(i)) {
+                        if there.is_empty() {
+                            continue;
+                        }
+                        for (i, &f) in here.iter().enumerate().skip(first).step_by(parts) {
                             // Within its own bucket, a fingerprint meets those after it.
                             let from = if u == v { i + 1 } else { 0 };
                             within(f, &there[from..], k, |g, d| push(f, g, d));
