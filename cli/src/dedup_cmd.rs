@@ -55,7 +55,7 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
 
 use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
-use simdex::dedup::{Candidates, Clusters, PAIR_BYTES, Passes};
+use simdex::dedup::{Candidates, Clusters, Passes};
 
 /// Verification of the candidate pairs in passes over the input, each holding at most `budget`
 /// bytes of shingle sets ([`Passes`]); `ords` is each row's position among the documents read.
@@ -240,16 +240,11 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
         Some(t) => {
             let mut verified = Vec::new();
-            let max_pairs = (a.mem / 2 / PAIR_BYTES).max(1);
-            let n = ords.len();
-            // What is held throughout: the ids, fingerprints, rows and the join's tables.
+            // What is held throughout besides the candidates: the ids and fingerprints.
             let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
-                + (fps.capacity() + ords.capacity()) as u64 * 8
-                + cand.memory_bytes();
-            cand.batches(max_pairs, &progress, |batch| {
+                + (fps.capacity() + ords.capacity()) as u64 * 8;
+            cand.verify_batches(a.mem, held, ords.len(), &progress, |batch, sets| {
                 candidates += batch.len() as u64;
-                let listed = (batch.capacity() * 12) as u64 + Passes::index_bytes(batch.len(), n);
-                let sets = a.mem.saturating_sub(held + listed);
                 let mut v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
                 verified.append(&mut v);
                 Ok(())

@@ -117,6 +117,22 @@ impl Candidates {
         self.rows.chunk_by(|a, b| a.0 == b.0).count()
     }
 
+    /// Row pairs within groups of equal fingerprints.
+    fn within_pairs(&self) -> u64 {
+        self.rows
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
+            .sum()
+    }
+
+    /// Row pairs that joined pairs of fingerprints stand for.
+    fn row_pairs(&self, joined: &[Pair]) -> u64 {
+        joined
+            .iter()
+            .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
+            .sum()
+    }
+
     /// Call `f` with the fingerprint pairs of each part, in order (one part when listed).
     fn for_each_part(
         &self,
@@ -136,16 +152,9 @@ impl Candidates {
 
     /// How many pairs [`Self::pairs`] would list, without listing them.
     pub fn pair_count(&self) -> Result<u64> {
-        let mut n: u64 = self
-            .rows
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
-            .sum();
+        let mut n = self.within_pairs();
         self.for_each_part(&ProgressHandle::none(), |joined| {
-            n += joined
-                .iter()
-                .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
-                .sum::<u64>();
+            n += self.row_pairs(joined);
             Ok(())
         })?;
         Ok(n)
@@ -175,13 +184,36 @@ impl Candidates {
     /// Every pair of rows `(a, b, distance)`, `a < b`, sorted. Quadratic in the size of a group
     /// of equal fingerprints.
     pub fn pairs(&self) -> Result<Vec<(u32, u32, u32)>> {
+        // Without a bound, one batch (sorted) or none.
         let mut out = Vec::new();
         self.batches(u64::MAX, &ProgressHandle::none(), |batch| {
-            out.extend(batch);
+            out = batch;
             Ok(())
         })?;
-        out.par_sort_unstable();
         Ok(out)
+    }
+
+    /// The pairs for verification within `mem_bytes`: [`Self::batches`] of at most half of it
+    /// (at [`PAIR_BYTES`] a pair), each given to `f` with the bytes its shingle sets may take
+    /// (what `held` — the caller's own holdings —, these candidates, the batch and the
+    /// [`Passes`](super::Passes) index over `n` rows leave). The one budget rule of every
+    /// verifying front end.
+    pub fn verify_batches(
+        &self,
+        mem_bytes: u64,
+        held: u64,
+        n: usize,
+        progress: &ProgressHandle,
+        mut f: impl FnMut(Vec<(u32, u32, u32)>, u64) -> Result<()>,
+    ) -> Result<()> {
+        let held = held + self.memory_bytes();
+        let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1);
+        self.batches(max_pairs, progress, |batch| {
+            let listed = (batch.capacity() * std::mem::size_of::<(u32, u32, u32)>()) as u64
+                + super::Passes::index_bytes(batch.len(), n);
+            let sets = mem_bytes.saturating_sub(held + listed);
+            f(batch, sets)
+        })
     }
 
     /// The pairs of [`Self::pairs`] in batches, each sorted, together each pair once: a batch
@@ -195,13 +227,9 @@ impl Candidates {
         progress: &ProgressHandle,
         mut f: impl FnMut(Vec<(u32, u32, u32)>) -> Result<()>,
     ) -> Result<()> {
-        let groups = || self.rows.chunk_by(|a, b| a.0 == b.0);
-        let within: u64 = groups()
-            .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
-            .sum();
         let mut out = Vec::new();
-        out.reserve_exact(within as usize);
-        for g in groups() {
+        out.reserve_exact(self.within_pairs() as usize);
+        for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
             for (x, a) in g.iter().enumerate() {
                 for b in &g[x + 1..] {
                     out.push((a.1.min(b.1), a.1.max(b.1), 0));
@@ -211,10 +239,7 @@ impl Candidates {
         self.for_each_part(progress, |joined| {
             // The part's row pairs, counted first: a full batch goes before the part is added,
             // and the batch is allocated to its size (no doubling slack).
-            let adding: u64 = joined
-                .iter()
-                .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
-                .sum();
+            let adding = self.row_pairs(joined);
             if !out.is_empty() && out.len() as u64 + adding > max_pairs {
                 out.par_sort_unstable();
                 f(std::mem::take(&mut out))?;

@@ -93,7 +93,7 @@ fn ascii_words(text: &str, mut word: impl FnMut(&str)) {
         i += 1;
         loop {
             // The common case first: letters and digits.
-            while i < s.len() && ALNUM[s[i] as usize] && ALNUM[s[i - 1] as usize] {
+            while i < s.len() && s[i].is_ascii_alphanumeric() && s[i - 1].is_ascii_alphanumeric() {
                 alnum = true;
                 i += 1;
             }
@@ -121,17 +121,6 @@ enum C {
     Extend,
     Other,
 }
-
-/// ASCII letters and digits.
-static ALNUM: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = (b as u8).is_ascii_alphanumeric();
-        b += 1;
-    }
-    t
-};
 
 static ASCII_CLASS: [C; 256] = {
     let mut t = [C::Other; 256];
@@ -163,6 +152,14 @@ pub(crate) struct Tokenized {
     run: Vec<char>,
 }
 
+/// A new token starts: after a separating space unless it is the first.
+fn start_token(joined: &mut String, starts: &mut Vec<usize>) {
+    if !starts.is_empty() {
+        joined.push(' ');
+    }
+    starts.push(joined.len());
+}
+
 impl Tokenized {
     /// Tokenize `text`, replacing the previous text's tokens.
     pub(crate) fn tokenize(&mut self, text: &str) {
@@ -174,10 +171,7 @@ impl Tokenized {
             // dense script.
             let (joined, starts) = (&mut self.joined, &mut self.starts);
             ascii_words(text, |word| {
-                if !starts.is_empty() {
-                    joined.push(' ');
-                }
-                starts.push(joined.len());
+                start_token(joined, starts);
                 let at = joined.len();
                 joined.push_str(word);
                 joined[at..].make_ascii_lowercase();
@@ -185,8 +179,6 @@ impl Tokenized {
             return;
         }
         normalize_into(text, &mut self.norm);
-        self.joined.clear();
-        self.starts.clear();
         self.run.clear();
         let Tokenized {
             norm,
@@ -194,20 +186,13 @@ impl Tokenized {
             starts,
             run,
         } = self;
-        // A new token starts: after a separating space unless it is the first.
-        let start = |joined: &mut String, starts: &mut Vec<usize>| {
-            if !starts.is_empty() {
-                joined.push(' ');
-            }
-            starts.push(joined.len());
-        };
         let flush = |run: &mut Vec<char>, joined: &mut String, starts: &mut Vec<usize>| {
             if run.len() == 1 {
-                start(joined, starts);
+                start_token(joined, starts);
                 joined.push(run[0]);
             }
             for w in run.windows(2) {
-                start(joined, starts);
+                start_token(joined, starts);
                 joined.extend(w);
             }
             run.clear();
@@ -217,7 +202,7 @@ impl Tokenized {
                 Some(c) if is_dense(c) => run.extend(word.chars()),
                 Some(_) => {
                     flush(run, joined, starts);
-                    start(joined, starts);
+                    start_token(joined, starts);
                     joined.push_str(word);
                 }
                 None => {}

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::{Candidates, Clusters, PAIR_BYTES, Passes};
+use simdex::dedup::{Candidates, Clusters, Passes};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -66,15 +66,11 @@ pub fn dedup_fingerprints<'py>(
             .into_iter()
             .map(|r| r as i64)
             .collect();
-        let pairs = match return_pairs {
-            true => Some(
-                cand.pairs()?
-                    .into_iter()
-                    .map(|(a, b, d)| (a as i64, b as i64, d))
-                    .collect::<Vec<_>>(),
-            ),
-            false => None,
-        };
+        let pairs = return_pairs.then(|| cand.pairs()).transpose()?.map(|p| {
+            p.into_iter()
+                .map(|(a, b, d)| (a as i64, b as i64, d))
+                .collect::<Vec<_>>()
+        });
         Ok((clusters, pairs))
     })?;
     let pairs = pairs.map(|v| {
@@ -145,37 +141,38 @@ pub fn verify_texts<'py>(
         // that hold at most the rest (one when they fit).
         let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?;
         let mut verified = Vec::new();
-        let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1);
-        let held = cand.memory_bytes();
-        cand.batches(max_pairs, &cancel.progress(), |batch| {
-            let listed =
-                (batch.capacity() * 12) as u64 + Passes::index_bytes(batch.len(), texts.len());
-            let sets = mem_bytes.saturating_sub(held + listed);
-            let mut passes = Passes::new(&batch, texts.len(), t, sets);
-            while passes.pending() {
-                for start in (0..texts.len()).step_by(1 << 16) {
-                    let rows = start..(start + (1 << 16)).min(texts.len());
-                    let sets: Vec<(usize, Vec<u64>)> = rows
-                        .into_par_iter()
-                        .filter(|&r| passes.wants(r))
-                        .map(|r| {
-                            cancel.check()?;
-                            let text = visible(texts.get(r), html);
-                            Ok((
-                                r,
-                                rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
-                            ))
-                        })
-                        .collect::<simdex::Result<_>>()?;
-                    for (r, set) in sets {
-                        passes.offer(r, set);
+        cand.verify_batches(
+            mem_bytes,
+            0,
+            texts.len(),
+            &cancel.progress(),
+            |batch, sets| {
+                let mut passes = Passes::new(&batch, texts.len(), t, sets);
+                while passes.pending() {
+                    for start in (0..texts.len()).step_by(1 << 16) {
+                        let rows = start..(start + (1 << 16)).min(texts.len());
+                        let sets: Vec<(usize, Vec<u64>)> = rows
+                            .into_par_iter()
+                            .filter(|&r| passes.wants(r))
+                            .map(|r| {
+                                cancel.check()?;
+                                let text = visible(texts.get(r), html);
+                                Ok((
+                                    r,
+                                    rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
+                                ))
+                            })
+                            .collect::<simdex::Result<_>>()?;
+                        for (r, set) in sets {
+                            passes.offer(r, set);
+                        }
                     }
+                    passes.end_pass();
                 }
-                passes.end_pass();
-            }
-            verified.append(&mut passes.finish());
-            Ok(())
-        })?;
+                verified.append(&mut passes.finish());
+                Ok(())
+            },
+        )?;
         verified.sort_unstable_by_key(|p| (p.0, p.1));
         let n = fps.len();
         let mut clusters = Clusters::new(n);
