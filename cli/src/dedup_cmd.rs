@@ -207,21 +207,50 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         // Verification reads the candidates' texts again.
         a.docs.spool_once_only_inputs()?;
     }
+    // Verification's prefix filter: each document's prefix (a tenth of its shingle set at
+    // Jaccard 0.9), from its set computed beside its fingerprint; sets are handed over in
+    // groups, the first large enough to order them all (dedup::prefix).
+    let mut prefixes = verify.map(simdex::dedup::Prefixes::new).transpose()?;
+    let mut sets: Vec<Vec<u64>> = Vec::new();
+    let tokens = a.verify_tokens;
+    let want_sets = verify.is_some();
     // Documents without any feature (empty, punctuation only) all hash to 0 and would all pair
     // with each other: they take no part (counted in the summary).
     let mut ord = 0u64;
-    let (_, bad) = for_each_doc(&a.docs, |fp, d| {
-        match fp {
-            Some(fp) => {
-                fps.push(fp);
-                ids.push(d.id.clone());
-                ords.push(ord);
+    let (_, bad) = for_each_doc_with(
+        &a.docs,
+        |h, d| {
+            if want_sets {
+                let (fp, set) = rule::hash_and_set(h, &d.text, tokens);
+                (fp, Some(set))
+            } else {
+                (h.try_hash_text(&d.text), None)
             }
-            None => featureless += 1,
-        }
-        ord += 1;
-        Ok(())
-    })?;
+        },
+        |fp, set, d| {
+            match fp {
+                Some(fp) => {
+                    fps.push(fp);
+                    ids.push(d.id.clone());
+                    ords.push(ord);
+                    if let (Some(p), Some(set)) = (&mut prefixes, set) {
+                        sets.push(set);
+                        if sets.len() >= simdex::dedup::prefix::ORDER_SAMPLE {
+                            p.push(&sets)?;
+                            sets.clear();
+                        }
+                    }
+                }
+                None => featureless += 1,
+            }
+            ord += 1;
+            Ok(())
+        },
+    )?;
+    if let Some(p) = &mut prefixes {
+        p.push(&sets)?;
+        drop(std::mem::take(&mut sets));
+    }
     // Documents by fingerprint, and pairs of distinct fingerprints from the index self-join.
     let tmp = match &a.out {
         Some(p) => p
@@ -236,6 +265,8 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // (the pairs may take half of --mem, the shingle sets of a pass the rest); clusters from
     // the verified pairs.
     let mut candidates = 0u64;
+    // Candidates that the prefix filter let through to verification.
+    let mut passed = 0u64;
     let mut pairs = Vec::new();
     let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
         Some(t) => {
@@ -243,12 +274,20 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             // What is held throughout besides the candidates: the ids and fingerprints.
             let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
                 + (fps.capacity() + ords.capacity()) as u64 * 8;
-            cand.verify_batches(a.mem, held, ords.len(), &progress, |batch, sets| {
-                candidates += batch.len() as u64;
-                let mut v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
-                verified.append(&mut v);
-                Ok(())
-            })?;
+            candidates = cand.verify_batches(
+                a.mem,
+                held,
+                ords.len(),
+                prefixes.as_ref(),
+                &progress,
+                |batch, sets| {
+                    passed += batch.len() as u64;
+                    let mut v =
+                        verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
+                    verified.append(&mut v);
+                    Ok(())
+                },
+            )?;
             verified.sort_unstable_by_key(|p| (p.0, p.1));
             Some(verified)
         }
@@ -292,8 +331,8 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         && let (Some(v), Some(t)) = (&verified, verify)
     {
         eprintln!(
-            "verified: {candidates} candidate pairs within k = {k}, {} with word 3-shingle \
-             Jaccard >= {t} ({:.2?} in all)",
+            "verified: {candidates} candidate pairs within k = {k}, {passed} past the prefix \
+             filter, {} with word 3-shingle Jaccard >= {t} ({:.2?} in all)",
             v.len(),
             started.elapsed()
         );

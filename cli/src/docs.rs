@@ -258,21 +258,23 @@ pub fn for_each_doc(
     a: &DocArgs,
     mut emit: impl FnMut(Option<u64>, &Doc) -> Result<()>,
 ) -> Result<(u64, u64)> {
-    for_each_doc_with(a, |_| (), |fp, (), d| emit(fp, d))
+    for_each_doc_with(
+        a,
+        |h, d| (h.try_hash_text(&d.text), ()),
+        |fp, (), d| emit(fp, d),
+    )
 }
 
-/// [`for_each_doc`], also computing `extra(doc)` on all cores alongside the fingerprint.
+/// [`for_each_doc`] where `hash(hasher, doc)` computes, on all cores, the fingerprint and
+/// whatever else the caller wants of the document (from the same tokens, if it likes).
 pub fn for_each_doc_with<X: Send>(
     a: &DocArgs,
-    extra: impl Fn(&Doc) -> X + Sync,
+    hash: impl Fn(&Simhasher, &Doc) -> (Option<u64>, X) + Sync,
     mut emit: impl FnMut(Option<u64>, X, &Doc) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let hasher = a.hasher()?;
     read_docs(a, |docs| {
-        let fps: Vec<(Option<u64>, X)> = docs
-            .par_iter()
-            .map(|d| (hasher.try_hash_text(&d.text), extra(d)))
-            .collect();
+        let fps: Vec<(Option<u64>, X)> = docs.par_iter().map(|d| hash(&hasher, d)).collect();
         fps.into_iter()
             .zip(&docs)
             .try_for_each(|((fp, x), d)| emit(fp, x, d))

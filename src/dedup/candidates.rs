@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
-use super::Clusters;
 use super::wide::WideJoin;
+use super::{Clusters, Prefixes};
 use crate::error::{Error, Result};
 use crate::index::Pair;
 use crate::progress::ProgressHandle;
@@ -21,6 +21,8 @@ pub struct Candidates {
     rows: Vec<(u64, u32)>,
     joined: Joined,
     n: usize,
+    /// Row pairs: counted when listed, estimated from a sample part when not.
+    estimate: u64,
 }
 
 /// The pairs of distinct fingerprints: listed, or a block join too large to list at once,
@@ -70,6 +72,7 @@ impl Candidates {
         rows.par_sort_unstable();
         let mut distinct: Vec<u64> = rows.iter().map(|x| x.0).collect();
         distinct.dedup();
+        let mut sampled = None;
         // Within an index's k, the index self-join (bounded memory); beyond it (verification's
         // candidates), the in-memory block join, listed when a sample part says its pairs fit.
         let joined = if k <= crate::design::MAX_K {
@@ -78,7 +81,9 @@ impl Candidates {
             )?)
         } else {
             let join = WideJoin::new(&distinct, k)?;
-            let sample = join.part(0, SAMPLE_PARTS, &ProgressHandle::none())?.len() as u64;
+            let sample = join.part(0, SAMPLE_PARTS, &ProgressHandle::none())?;
+            sampled = Some(sample.len() as u64 * SAMPLE_PARTS as u64);
+            let sample = sample.len() as u64;
             let bytes = sample * SAMPLE_PARTS as u64 * PAIR_BYTES;
             if bytes <= mem_bytes / 2 {
                 Joined::Listed(join.part(0, 1, progress)?)
@@ -89,11 +94,27 @@ impl Candidates {
                 Joined::Parts(join, parts)
             }
         };
-        Ok(Candidates {
+        let mut c = Candidates {
             rows,
             joined,
             n: fps.len(),
-        })
+            estimate: 0,
+        };
+        c.estimate = c.within_pairs()
+            + match (&c.joined, sampled) {
+                (Joined::Listed(p), _) => c.row_pairs(p),
+                (_, Some(s)) => s,
+                (_, None) => 0,
+            };
+        Ok(c)
+    }
+
+    /// How many row pairs there are: exact when the join is listed, else estimated from one
+    /// part in 64 (as fingerprint pairs). What decides whether a verifier's prefix filter
+    /// ([`Prefixes`]) pays: with fewer candidates than rows it is cheaper to compute the sets
+    /// of the candidates alone.
+    pub fn estimated_pairs(&self) -> u64 {
+        self.estimate
     }
 
     /// The rows holding `fp`, ascending.
@@ -131,6 +152,14 @@ impl Candidates {
             .iter()
             .map(|p| (self.group(p.batch).len() * self.group(p.stored).len()) as u64)
             .sum()
+    }
+
+    /// The row pairs `(a, b, distance)`, `a < b`, that a joined pair of fingerprints stands for.
+    fn expand<'a>(&'a self, p: &Pair) -> impl Iterator<Item = (u32, u32, u32)> + 'a {
+        let (gb, d) = (self.group(p.stored), p.distance);
+        self.group(p.batch)
+            .iter()
+            .flat_map(move |a| gb.iter().map(move |b| (a.1.min(b.1), a.1.max(b.1), d)))
     }
 
     /// Call `f` with the fingerprint pairs of each part, in order (one part when listed).
@@ -196,19 +225,29 @@ impl Candidates {
     /// The pairs for verification within `mem_bytes`: [`Self::batches`] of at most half of it
     /// (at [`PAIR_BYTES`] a pair), each given to `f` with the bytes its shingle sets may take
     /// (what `held` — the caller's own holdings —, these candidates, the batch and the
-    /// [`Passes`](super::Passes) index over `n` rows leave). The one budget rule of every
-    /// verifying front end.
+    /// [`Passes`](super::Passes) index over `n` rows leave). With `prefixes` (of every row),
+    /// only the pairs they let through ([`Prefixes::may_reach`]): the pairs that cannot reach
+    /// the threshold never take memory or a pass. Returns how many candidate pairs there were
+    /// (filtered or not). The one budget rule of every verifying front end.
     pub fn verify_batches(
         &self,
         mem_bytes: u64,
         held: u64,
         n: usize,
+        prefixes: Option<&Prefixes>,
         progress: &ProgressHandle,
         mut f: impl FnMut(Vec<(u32, u32, u32)>, u64) -> Result<()>,
-    ) -> Result<()> {
-        let held = held + self.memory_bytes();
+    ) -> Result<u64> {
+        if prefixes.is_some_and(|p| p.len() != self.n) {
+            return Err(Error::InvalidArgument(format!(
+                "prefixes of {} rows for candidates of {}",
+                prefixes.map_or(0, Prefixes::len),
+                self.n
+            )));
+        }
+        let held = held + self.memory_bytes() + prefixes.map_or(0, Prefixes::memory_bytes);
         let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1);
-        self.batches(max_pairs, progress, |batch| {
+        self.batches_where(max_pairs, prefixes, progress, |batch| {
             let listed = (batch.capacity() * std::mem::size_of::<(u32, u32, u32)>()) as u64
                 + super::Passes::index_bytes(batch.len(), n);
             let sets = mem_bytes.saturating_sub(held + listed);
@@ -225,32 +264,62 @@ impl Candidates {
         &self,
         max_pairs: u64,
         progress: &ProgressHandle,
-        mut f: impl FnMut(Vec<(u32, u32, u32)>) -> Result<()>,
+        f: impl FnMut(Vec<(u32, u32, u32)>) -> Result<()>,
     ) -> Result<()> {
+        self.batches_where(max_pairs, None, progress, f).map(|_| ())
+    }
+
+    /// [`Self::batches`] of the pairs `prefixes` let through (all pairs without them). A
+    /// joined part's pairs are filtered on all cores as they are expanded to rows, so a batch
+    /// fills with kept pairs only. Returns how many pairs there were before the filter.
+    fn batches_where(
+        &self,
+        max_pairs: u64,
+        prefixes: Option<&Prefixes>,
+        progress: &ProgressHandle,
+        mut f: impl FnMut(Vec<(u32, u32, u32)>) -> Result<()>,
+    ) -> Result<u64> {
+        let mut total = self.within_pairs();
+        let keep = |a: u32, b: u32| prefixes.is_none_or(|p| p.may_reach(a, b));
         let mut out = Vec::new();
-        out.reserve_exact(self.within_pairs() as usize);
+        if prefixes.is_none() {
+            out.reserve_exact(self.within_pairs() as usize);
+        }
         for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
             for (x, a) in g.iter().enumerate() {
                 for b in &g[x + 1..] {
-                    out.push((a.1.min(b.1), a.1.max(b.1), 0));
+                    let (a, b) = (a.1.min(b.1), a.1.max(b.1));
+                    if keep(a, b) {
+                        out.push((a, b, 0));
+                    }
                 }
             }
         }
         self.for_each_part(progress, |joined| {
+            let adding = self.row_pairs(joined);
+            total += adding;
+            if prefixes.is_some() {
+                let kept: Vec<(u32, u32, u32)> = joined
+                    .par_iter()
+                    .with_min_len(1024)
+                    .flat_map_iter(|p| self.expand(p).filter(|&(a, b, _)| keep(a, b)))
+                    .collect();
+                if !out.is_empty() && (out.len() + kept.len()) as u64 > max_pairs {
+                    out.par_sort_unstable();
+                    f(std::mem::take(&mut out))?;
+                }
+                out.extend(kept);
+                return Ok(());
+            }
             // The part's row pairs, counted first: a full batch goes before the part is added,
             // and the batch is allocated to its size (no doubling slack).
-            let adding = self.row_pairs(joined);
             if !out.is_empty() && out.len() as u64 + adding > max_pairs {
                 out.par_sort_unstable();
                 f(std::mem::take(&mut out))?;
             }
             out.reserve_exact(adding as usize);
             for p in joined {
-                for a in self.group(p.batch) {
-                    for b in self.group(p.stored) {
-                        out.push((a.1.min(b.1), a.1.max(b.1), p.distance));
-                    }
-                }
+                out.extend(self.expand(p));
             }
             Ok(())
         })?;
@@ -258,7 +327,7 @@ impl Candidates {
             out.par_sort_unstable();
             f(out)?;
         }
-        Ok(())
+        Ok(total)
     }
 }
 
@@ -374,6 +443,69 @@ mod tests {
                 assert_eq!(got, want, "mem {mem}, batches of {max_pairs}");
                 assert!(mem == 1 << 30 || max_pairs == u64::MAX || batches > 1);
             }
+        }
+    }
+
+    /// With a prefix filter, batches hold fewer pairs and verify to exactly the pairs that
+    /// verifying every candidate keeps, whether the join is listed or taken in parts.
+    #[test]
+    fn prefixes_drop_pairs_but_no_verified_pair() {
+        use crate::dedup::verify::verify;
+        let dir = tempfile::tempdir().unwrap();
+        let mut x = 3u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Rows in 30 families: fingerprints near their family's (families near each other: many
+        // candidates are of different families), sets a few shingles from the family's.
+        let centre = next();
+        let fams: Vec<(u64, Vec<u64>)> = (0..30)
+            .map(|_| {
+                let fp = centre ^ (1 << (next() % 64)) ^ (1 << (next() % 64));
+                (fp, (0..50).map(|_| next() % 5000).collect())
+            })
+            .collect();
+        let (mut fps, mut sets) = (Vec::new(), Vec::new());
+        for _ in 0..600 {
+            let (fp, set) = &fams[(next() % 30) as usize];
+            let mut f = *fp;
+            for _ in 0..next() % 6 {
+                f ^= 1 << (next() % 64);
+            }
+            let mut s = set.clone();
+            for _ in 0..next() % 8 {
+                let i = (next() % 50) as usize;
+                s[i] = next() % 5000;
+            }
+            s.sort_unstable();
+            s.dedup();
+            fps.push(f);
+            sets.push(s);
+        }
+        let mut p = Prefixes::new(0.8).unwrap();
+        p.push(&sets).unwrap();
+        let none = ProgressHandle::none();
+        for mem in [1 << 30, 4096] {
+            let c = Candidates::new(&fps, None, 9, dir.path(), mem, &none).unwrap();
+            let all = c.pairs().unwrap();
+            let want = verify(&sets, &all, 0.8);
+            assert!(want.len() > 1000 && all.len() > 2 * want.len());
+            let (mut got, mut passed) = (Vec::new(), 0);
+            let total = c
+                .verify_batches(mem, 0, fps.len(), Some(&p), &none, |b, _| {
+                    assert!(b.is_sorted());
+                    passed += b.len();
+                    got.extend(verify(&sets, &b, 0.8));
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(total, all.len() as u64);
+            got.sort_unstable_by_key(|v| (v.0, v.1));
+            assert_eq!(got, want, "mem {mem}");
+            assert!(passed * 2 < all.len(), "{passed} of {}", all.len());
         }
     }
 }

@@ -10,9 +10,11 @@
 mod candidates;
 mod clusters;
 mod passes;
+pub mod prefix;
 pub mod verify;
 pub mod wide;
 
 pub use candidates::{Candidates, PAIR_BYTES};
 pub use clusters::Clusters;
 pub use passes::Passes;
+pub use prefix::Prefixes;

@@ -70,6 +70,25 @@ pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
     v
 }
 
+/// A text's fingerprint by `hasher` ([`Simhasher::try_hash_text`](crate::simhash::Simhasher::try_hash_text))
+/// and its verification set ([`shingle_set_with`] at [`TRUTH_SHINGLE`]), from one tokenizing
+/// when they share their tokens (unicode tokens).
+pub fn hash_and_set(
+    hasher: &crate::simhash::Simhasher,
+    text: &str,
+    tokens: Tokens,
+) -> (Option<u64>, Vec<u64>) {
+    if tokens != Tokens::Unicode {
+        return (
+            hasher.try_hash_text(text),
+            shingle_set_with(text, TRUTH_SHINGLE, tokens),
+        );
+    }
+    let (feats, set) =
+        crate::simhash::features_and_set(text, hasher.options().shingle, TRUTH_SHINGLE);
+    (hasher.try_hash_features(feats), set)
+}
+
 /// Jaccard similarity of two ascending distinct sets.
 pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     let (mut i, mut j, mut inter) = (0, 0, 0usize);
@@ -187,6 +206,36 @@ pub fn jaccard_at_least(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
 #[cfg(test)]
 mod token_tests {
     use super::*;
+
+    /// A fingerprint and a set from one tokenizing are the fingerprint and the set computed
+    /// apart, for every shingle size, both token rules and texts shorter than a shingle.
+    #[test]
+    fn hash_and_set_equals_both_apart() {
+        use crate::simhash::{SimhashOptions, Simhasher};
+        let texts = [
+            "",
+            "...",
+            "one",
+            "one two",
+            "The cat, the hat. The cat again and the hat again; the cat.",
+            "Grüße aus Köln: 東京の天気は晴れ, and ﬁne words ﬁne words",
+        ];
+        for shingle in 1..=4 {
+            let h = Simhasher::new(SimhashOptions::default().with_shingle(shingle)).unwrap();
+            for text in texts {
+                for tokens in [Tokens::Unicode, Tokens::Whitespace] {
+                    assert_eq!(
+                        hash_and_set(&h, text, tokens),
+                        (
+                            h.try_hash_text(text),
+                            shingle_set_with(text, TRUTH_SHINGLE, tokens)
+                        ),
+                        "{text:?}, shingle {shingle}, {tokens:?}"
+                    );
+                }
+            }
+        }
+    }
 
     /// The vectors of format-spec/simhash.md, "Verification".
     #[test]

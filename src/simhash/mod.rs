@@ -142,43 +142,81 @@ pub fn feature_hash(feature: &str) -> u64 {
 /// feature of all its words if it has fewer than n) with their occurrence counts, in first-seen
 /// order. Steps 3 and 4 of `format-spec/simhash.md`.
 pub fn shingle_features(text: &str, n: usize) -> Vec<(u64, u64)> {
-    thread_local! {
-        // A thread's tokenizing buffers and count table, reused: no allocation per token or
-        // per shingle (measured: allocation was a third of hashing's time).
-        static BUFS: std::cell::RefCell<(tokens::Tokenized, HashMap<u64, u64, BuildIdentity>)> =
-            std::cell::RefCell::default();
-    }
+    with_tokens(text, |toks, counts| features_of(toks, counts, n))
+}
+
+/// [`shingle_features`] with shingle size `n`, and the distinct hashes of the text's
+/// `m`-shingles (ascending), from one tokenizing: what a fingerprint and verification's set of
+/// the same text need.
+pub(crate) fn features_and_set(text: &str, n: usize, m: usize) -> (Vec<(u64, u64)>, Vec<u64>) {
+    with_tokens(text, |toks, counts| {
+        let feats = features_of(toks, counts, n);
+        let mut set: Vec<u64> = if m == n.max(1) {
+            feats.iter().map(|&(h, _)| h).collect()
+        } else {
+            features_of(toks, counts, m)
+                .into_iter()
+                .map(|(h, _)| h)
+                .collect()
+        };
+        set.sort_unstable();
+        set.shrink_to_fit();
+        (feats, set)
+    })
+}
+
+thread_local! {
+    // A thread's tokenizing buffers and count table, reused: no allocation per token or per
+    // shingle (measured: allocation was a third of hashing's time).
+    static BUFS: std::cell::RefCell<(tokens::Tokenized, HashMap<u64, u64, BuildIdentity>)> =
+        std::cell::RefCell::default();
+}
+
+/// `f` of `text`'s tokens and the thread's count table.
+fn with_tokens<R>(
+    text: &str,
+    f: impl FnOnce(&tokens::Tokenized, &mut HashMap<u64, u64, BuildIdentity>) -> R,
+) -> R {
     BUFS.with_borrow_mut(|(toks, counts)| {
         toks.tokenize(text);
-        let n = n.max(1);
-        // Keys are already xxh3 hashes: no need to hash them again.
-        counts.clear();
-        let mut order = Vec::with_capacity(toks.len());
-        let mut add = |feature: &str| {
-            let h = feature_hash(feature);
-            let c = counts.entry(h).or_insert(0);
-            if *c == 0 {
-                order.push(h);
-            }
-            *c += 1;
-        };
-        let m = toks.len();
-        if m < n {
-            if m > 0 {
-                add(toks.joined(0, m));
-            }
-        } else {
-            for i in 0..=m - n {
-                add(toks.joined(i, i + n));
-            }
-        }
-        order.into_iter().map(|h| (h, counts[&h])).collect()
+        f(toks, counts)
     })
+}
+
+/// The n-shingle features (hash, count) of tokenized text, in first-seen order.
+fn features_of(
+    toks: &tokens::Tokenized,
+    counts: &mut HashMap<u64, u64, BuildIdentity>,
+    n: usize,
+) -> Vec<(u64, u64)> {
+    let n = n.max(1);
+    // Keys are already xxh3 hashes: no need to hash them again.
+    counts.clear();
+    let mut order = Vec::with_capacity(toks.len());
+    let mut add = |feature: &str| {
+        let h = feature_hash(feature);
+        let c = counts.entry(h).or_insert(0);
+        if *c == 0 {
+            order.push(h);
+        }
+        *c += 1;
+    };
+    let m = toks.len();
+    if m < n {
+        if m > 0 {
+            add(toks.joined(0, m));
+        }
+    } else {
+        for i in 0..=m - n {
+            add(toks.joined(i, i + n));
+        }
+    }
+    order.into_iter().map(|h| (h, counts[&h])).collect()
 }
 
 /// A `Hasher` that passes a `u64` key through: for maps keyed by feature hashes.
 #[derive(Default, Clone, Copy)]
-struct Identity(u64);
+pub(crate) struct Identity(u64);
 
 impl std::hash::Hasher for Identity {
     fn finish(&self) -> u64 {
@@ -194,7 +232,7 @@ impl std::hash::Hasher for Identity {
     }
 }
 
-type BuildIdentity = std::hash::BuildHasherDefault<Identity>;
+pub(crate) type BuildIdentity = std::hash::BuildHasherDefault<Identity>;
 
 /// How a [`Simhasher`] turns text into fingerprints.
 #[derive(Debug, Clone)]
@@ -277,11 +315,15 @@ impl Simhasher {
     /// punctuation only): its fingerprint 0 says nothing about similarity, and such texts
     /// must not pair with each other as near-duplicates.
     pub fn try_hash_text(&self, text: &str) -> Option<u64> {
-        let feats = self.features(text);
+        self.try_hash_features(self.features(text))
+    }
+
+    /// The fingerprint of a text's [`Self::features`] (weighted as the options say), or `None`
+    /// when there are none: what [`Self::try_hash_text`] computes once it has them.
+    pub fn try_hash_features(&self, mut feats: Vec<(u64, u64)>) -> Option<u64> {
         if feats.is_empty() {
             return None;
         }
-        let mut feats = feats;
         if let Some(t) = &self.opts.weights {
             for f in &mut feats {
                 f.1 = f.1.saturating_mul(t.weight(f.0));

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::{Candidates, Clusters, Passes};
+use simdex::dedup::{Candidates, Clusters, Passes, Prefixes};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
@@ -140,11 +140,33 @@ pub fn verify_texts<'py>(
         // time (their pairs may take half of `mem_bytes`), then their shingle sets, in passes
         // that hold at most the rest (one when they fit).
         let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?;
+        let set = |r: usize| -> simdex::Result<Vec<u64>> {
+            cancel.check()?;
+            let text = visible(texts.get(r), html);
+            Ok(rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens))
+        };
+        // With more candidates than rows, every row's prefix first (dedup::prefix): the pairs
+        // that cannot reach `t` are dropped before any pass holds their sets.
+        let prefixes = if cand.estimated_pairs() >= texts.len() as u64 {
+            let mut p = Prefixes::new(t)?;
+            for start in (0..texts.len()).step_by(1 << 16) {
+                let rows = start..(start + (1 << 16)).min(texts.len());
+                let sets: Vec<Vec<u64>> = rows
+                    .into_par_iter()
+                    .map(set)
+                    .collect::<simdex::Result<_>>()?;
+                p.push(&sets)?;
+            }
+            Some(p)
+        } else {
+            None
+        };
         let mut verified = Vec::new();
         cand.verify_batches(
             mem_bytes,
             0,
             texts.len(),
+            prefixes.as_ref(),
             &cancel.progress(),
             |batch, sets| {
                 let mut passes = Passes::new(&batch, texts.len(), t, sets);
@@ -154,14 +176,7 @@ pub fn verify_texts<'py>(
                         let sets: Vec<(usize, Vec<u64>)> = rows
                             .into_par_iter()
                             .filter(|&r| passes.wants(r))
-                            .map(|r| {
-                                cancel.check()?;
-                                let text = visible(texts.get(r), html);
-                                Ok((
-                                    r,
-                                    rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens),
-                                ))
-                            })
+                            .map(|r| Ok((r, set(r)?)))
                             .collect::<simdex::Result<_>>()?;
                         for (r, set) in sets {
                             passes.offer(r, set);
