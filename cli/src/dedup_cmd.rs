@@ -260,95 +260,78 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         None => std::env::temp_dir(),
     };
     let progress = crate::progress::handle(!a.docs.quiet);
-    let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
-    // Verification: the exact Jaccard of every candidate pair, a batch of candidates at a time
-    // (the pairs may take half of --mem, the shingle sets of a pass the rest); clusters from
-    // the verified pairs.
-    let mut candidates = 0u64;
-    // Candidates that the prefix filter let through to verification.
-    let mut passed = 0u64;
-    let mut pairs = Vec::new();
-    let verified: Option<Vec<(u32, u32, u32, f64)>> = match verify {
-        Some(t) => {
-            let mut verified = Vec::new();
-            // What is held throughout besides the candidates: the ids and fingerprints.
-            let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
-                + (fps.capacity() + ords.capacity()) as u64 * 8;
-            candidates = cand.verify_batches(
-                a.mem,
-                held,
-                ords.len(),
-                prefixes.as_ref(),
-                &progress,
-                |batch, sets| {
-                    passed += batch.len() as u64;
-                    let mut v =
-                        verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
-                    verified.append(&mut v);
-                    Ok(())
-                },
-            )?;
-            verified.sort_unstable_by_key(|p| (p.0, p.1));
-            Some(verified)
-        }
-        None => {
-            // Pairs mode lists every pair (quadratic in the size of a group of equal
-            // fingerprints); clusters mode only unions groups, so large duplicate groups cost
-            // nothing extra.
-            if !a.clusters {
-                pairs = cand.pairs()?;
-                candidates = pairs.len() as u64;
+    if let (Some(t), Some(prefixes)) = (verify, &prefixes) {
+        // Verification: the exact Jaccard of every candidate pair that the prefixes let
+        // through, a batch at a time (the pairs may take half of --mem, the shingle sets of a
+        // pass the rest); clusters from the verified pairs.
+        let mut verified = Vec::new();
+        let mut passed = 0u64;
+        // What is held throughout besides the candidates: the ids and fingerprints.
+        let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
+            + (fps.capacity() + ords.capacity()) as u64 * 8;
+        Candidates::verify_all(
+            &fps,
+            k,
+            &tmp,
+            a.mem,
+            held,
+            prefixes,
+            &progress,
+            |batch, sets| {
+                passed += batch.len() as u64;
+                let mut v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
+                verified.append(&mut v);
+                Ok(())
+            },
+        )?;
+        verified.sort_unstable_by_key(|p| (p.0, p.1));
+        let text = if a.clusters {
+            let mut components = Clusters::new(fps.len());
+            for &(i, j, _, _) in &verified {
+                components.join(i as usize, j as usize);
             }
-            None
+            cluster_lines(&mut components, &ids)
+        } else {
+            verified_lines(&verified, &ids)
+        };
+        write_text(&a, &text)?;
+        if !a.docs.quiet {
+            let mut distinct = fps.clone();
+            distinct.par_sort_unstable();
+            distinct.dedup();
+            eprintln!(
+                "{} documents, {} distinct fingerprints{}; verified: {passed} candidate pairs \
+                 (within k = {k}, sharing a prefix shingle), {} with word 3-shingle Jaccard >= \
+                 {t} ({:.2?} in all)",
+                fps.len() as u64 + featureless,
+                distinct.len(),
+                skipped_note(featureless, bad),
+                verified.len(),
+                started.elapsed()
+            );
         }
-    };
-    let mut components = if a.clusters && verify.is_none() {
-        cand.clusters()?
-    } else {
-        Clusters::new(fps.len())
-    };
-    if let Some(v) = &verified
-        && a.clusters
-    {
-        for &(i, j, _, _) in v {
-            components.join(i as usize, j as usize);
-        }
+        return Ok(());
     }
+    let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
+    // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
+    // clusters mode only unions groups, so large duplicate groups cost nothing extra.
     let text = if a.clusters {
-        cluster_lines(&mut components, &ids)
-    } else if let Some(v) = &verified {
-        verified_lines(v, &ids)
+        cluster_lines(&mut cand.clusters()?, &ids)
     } else {
         use std::fmt::Write as _;
         let mut text = String::new();
-        for &(i, j, d) in &pairs {
+        for &(i, j, d) in &cand.pairs()? {
             let _ = writeln!(text, "{}\t{}\t{d}", ids[i as usize], ids[j as usize]);
         }
         text
     };
     write_text(&a, &text)?;
-    if !a.docs.quiet
-        && let (Some(v), Some(t)) = (&verified, verify)
-    {
-        eprintln!(
-            "verified: {candidates} candidate pairs within k = {k}, {passed} past the prefix \
-             filter, {} with word 3-shingle Jaccard >= {t} ({:.2?} in all)",
-            v.len(),
-            started.elapsed()
-        );
-    }
     if !a.docs.quiet {
-        // Counted already where the pairs were listed (joining again would cost a join).
-        let count = if verify.is_some() || !a.clusters {
-            candidates
-        } else {
-            cand.pair_count()?
-        };
         eprintln!(
             "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",
             fps.len() as u64 + featureless,
             cand.distinct(),
-            count,
+            cand.pair_count()?,
             k,
             skipped_note(featureless, bad)
         );

@@ -117,6 +117,43 @@ impl Candidates {
         self.estimate
     }
 
+    /// Verification's candidates, a batch at a time, for documents `0..fps.len()` with
+    /// fingerprints `fps`: the pairs within `k` that `prefixes` (of every row) let through,
+    /// found by the prefix join ([`Prefixes::join`]) when its lists share few enough pairs of
+    /// rows, else by joining the fingerprints ([`Self::new`]) and filtering
+    /// ([`Self::verify_batches`], whose budget rule and callback this follows). The same pairs
+    /// either way. Returns how many candidate pairs were considered.
+    #[allow(clippy::too_many_arguments)]
+    pub fn verify_all(
+        fps: &[u64],
+        k: u32,
+        tmp: &std::path::Path,
+        mem_bytes: u64,
+        held: u64,
+        prefixes: &Prefixes,
+        progress: &ProgressHandle,
+        mut f: impl FnMut(Vec<(u32, u32, u32)>, u64) -> Result<()>,
+    ) -> Result<u64> {
+        let n = fps.len();
+        // A shared pair costs a merge of two short prefixes; joining the fingerprints costs
+        // each row its probes (hundreds of buckets beyond an index's k, an index's handful
+        // within): the lists are taken while they share fewer pairs than that would cost.
+        let per_row: u64 = if k > crate::design::MAX_K { 256 } else { 32 };
+        let max_shared = (n as u64).saturating_mul(per_row).max(1 << 20);
+        let Some(pairs) = prefixes.join(fps, k, mem_bytes, max_shared, progress)? else {
+            let cand = Candidates::new(fps, None, k, tmp, mem_bytes, progress)?;
+            return cand.verify_batches(mem_bytes, held, n, Some(prefixes), progress, f);
+        };
+        let considered = pairs.len() as u64;
+        let held = held + prefixes.memory_bytes() + (pairs.capacity() * 12) as u64;
+        let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1) as usize;
+        for batch in pairs.chunks(max_pairs) {
+            let listed = (batch.len() * 12) as u64 + super::Passes::index_bytes(batch.len(), n);
+            f(batch.to_vec(), mem_bytes.saturating_sub(held + listed))?;
+        }
+        Ok(considered)
+    }
+
     /// The rows holding `fp`, ascending.
     fn group(&self, fp: u64) -> &[(u64, u32)] {
         let a = self.rows.partition_point(|x| x.0 < fp);
@@ -503,6 +540,15 @@ mod tests {
                 })
                 .unwrap();
             assert_eq!(total, all.len() as u64);
+            // The same pairs from verify_all (the prefix join, here).
+            let mut again = Vec::new();
+            Candidates::verify_all(&fps, 9, dir.path(), mem, 0, &p, &none, |b, _| {
+                again.extend(verify(&sets, &b, 0.8));
+                Ok(())
+            })
+            .unwrap();
+            again.sort_unstable_by_key(|v| (v.0, v.1));
+            assert_eq!(again, want, "mem {mem}");
             got.sort_unstable_by_key(|v| (v.0, v.1));
             assert_eq!(got, want, "mem {mem}");
             assert!(passed * 2 < all.len(), "{passed} of {}", all.len());

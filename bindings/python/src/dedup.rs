@@ -139,55 +139,49 @@ pub fn verify_texts<'py>(
         // Candidates first (the index self-join, or the block join beyond k = 7), a batch at a
         // time (their pairs may take half of `mem_bytes`), then their shingle sets, in passes
         // that hold at most the rest (one when they fit).
-        let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &cancel.progress())?;
         let set = |r: usize| -> simdex::Result<Vec<u64>> {
             cancel.check()?;
             let text = visible(texts.get(r), html);
             Ok(rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens))
         };
-        // With more candidates than rows, every row's prefix first (dedup::prefix): the pairs
-        // that cannot reach `t` are dropped before any pass holds their sets.
-        let prefixes = if cand.estimated_pairs() >= texts.len() as u64 {
+        let mut verified = Vec::new();
+        let verify_batch = |batch: Vec<(u32, u32, u32)>, sets: u64| -> simdex::Result<()> {
+            let mut passes = Passes::new(&batch, texts.len(), t, sets);
+            while passes.pending() {
+                for start in (0..texts.len()).step_by(1 << 16) {
+                    let rows = start..(start + (1 << 16)).min(texts.len());
+                    let sets: Vec<(usize, Vec<u64>)> = rows
+                        .into_par_iter()
+                        .filter(|&r| passes.wants(r))
+                        .map(|r| Ok((r, set(r)?)))
+                        .collect::<simdex::Result<_>>()?;
+                    for (r, set) in sets {
+                        passes.offer(r, set);
+                    }
+                }
+                passes.end_pass();
+            }
+            verified.append(&mut passes.finish());
+            Ok(())
+        };
+        let progress = cancel.progress();
+        if k > simdex::design::MAX_K {
+            // Beyond an index's k, every row's prefix first (dedup::prefix): the candidates are
+            // the pairs within k that may reach `t`, from the prefix join or, where many rows
+            // share prefix shingles, the block join filtered.
             let mut p = Prefixes::new(t)?;
             for start in (0..texts.len()).step_by(1 << 16) {
                 let rows = start..(start + (1 << 16)).min(texts.len());
-                let sets: Vec<Vec<u64>> = rows
-                    .into_par_iter()
-                    .map(set)
-                    .collect::<simdex::Result<_>>()?;
+                let sets: Vec<Vec<u64>> =
+                    rows.into_par_iter().map(set).collect::<simdex::Result<_>>()?;
                 p.push(&sets)?;
             }
-            Some(p)
+            Candidates::verify_all(fps, k, &tmp, mem_bytes, 0, &p, &progress, verify_batch)?;
         } else {
-            None
-        };
-        let mut verified = Vec::new();
-        cand.verify_batches(
-            mem_bytes,
-            0,
-            texts.len(),
-            prefixes.as_ref(),
-            &cancel.progress(),
-            |batch, sets| {
-                let mut passes = Passes::new(&batch, texts.len(), t, sets);
-                while passes.pending() {
-                    for start in (0..texts.len()).step_by(1 << 16) {
-                        let rows = start..(start + (1 << 16)).min(texts.len());
-                        let sets: Vec<(usize, Vec<u64>)> = rows
-                            .into_par_iter()
-                            .filter(|&r| passes.wants(r))
-                            .map(|r| Ok((r, set(r)?)))
-                            .collect::<simdex::Result<_>>()?;
-                        for (r, set) in sets {
-                            passes.offer(r, set);
-                        }
-                    }
-                    passes.end_pass();
-                }
-                verified.append(&mut passes.finish());
-                Ok(())
-            },
-        )?;
+            // Within it, the index self-join's candidates, verified a batch at a time.
+            let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &progress)?;
+            cand.verify_batches(mem_bytes, 0, texts.len(), None, &progress, verify_batch)?;
+        }
         verified.sort_unstable_by_key(|p| (p.0, p.1));
         let n = fps.len();
         let mut clusters = Clusters::new(n);
