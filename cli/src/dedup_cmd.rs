@@ -38,8 +38,11 @@ pub struct DedupArgs {
     pub weights: Weights,
     /// Candidate distance when verifying (0..=16). Default 11: on template-heavy pages,
     /// near-duplicates at Jaccard 0.9 lie up to 10-12 bits apart (measured; BENCHMARKS.md).
-    /// Above 7 the candidates come from an in-memory join over blocks of bits (the pigeonhole
-    /// principle with a probe radius), at 7 or below from the index self-join.
+    /// Only candidates that may reach the threshold are compared: those whose prefixes (the
+    /// rarest tenth of their shingles at 0.9) share a shingle, found from the prefixes or, where
+    /// many documents share prefix shingles, from the fingerprints (an in-memory join over
+    /// blocks of bits above 7, the index self-join at 7 or below). The same answers as
+    /// comparing every pair within this distance.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub candidate_k: Option<u32>,
     /// How --verify cuts texts into words for its 3-shingles: unicode (the fingerprint's

@@ -135,11 +135,17 @@ impl Candidates {
         mut f: impl FnMut(Vec<(u32, u32, u32)>, u64) -> Result<()>,
     ) -> Result<u64> {
         let n = fps.len();
-        // A shared pair costs a merge of two short prefixes; joining the fingerprints costs
-        // each row its probes (hundreds of buckets beyond an index's k, an index's handful
-        // within): the lists are taken while they share fewer pairs than that would cost.
-        let per_row: u64 = if k > crate::design::MAX_K { 256 } else { 32 };
-        let max_shared = (n as u64).saturating_mul(per_row).max(1 << 20);
+        // A shared pair costs a popcount and mostly a merge of two short prefixes (about
+        // SHARED_NS); joining the fingerprints costs each row its probes and comparisons (the
+        // block join's model beyond an index's k, an index's handful of probes within): the
+        // lists are taken while they share fewer pairs than that would cost.
+        const SHARED_NS: f64 = 30.0;
+        let per_row = if k > crate::design::MAX_K {
+            super::wide::cost_ns_per_fingerprint(n as u64, k) / SHARED_NS
+        } else {
+            32.0
+        };
+        let max_shared = ((n as f64 * per_row) as u64).max(1 << 20);
         let Some(pairs) = prefixes.join(fps, k, mem_bytes, max_shared, progress)? else {
             let cand = Candidates::new(fps, None, k, tmp, mem_bytes, progress)?;
             return cand.verify_batches(mem_bytes, held, n, Some(prefixes), progress, f);

@@ -1,6 +1,10 @@
 //! Deduplicating a corpus: documents' fingerprints → candidate pairs ([`Candidates`]: equal
-//! fingerprints, and distinct ones within k from the index self-join) → clusters ([`Clusters`]:
-//! the connected components of the pairs, or of the pairs that verification kept).
+//! fingerprints, and distinct ones within k from the index self-join, or the block join of
+//! [`wide`] beyond an index's k) → optionally verification ([`verify`]: the exact Jaccard of
+//! shingle sets, compared only for the pairs whose [`Prefixes`] show they may reach the
+//! threshold, found by the prefix join when it is cheaper; in bounded memory by [`Passes`]) →
+//! clusters ([`Clusters`]: the connected components of the pairs, or of the pairs that
+//! verification kept).
 //!
 //! Every dedup front end — `simdex dedup`, `simdex.dedup` and the components of the Spark job —
 //! builds on this module, so that the rules are written once: a pair is two documents (row

@@ -105,17 +105,16 @@ impl Prefixes {
     /// Whether rows `a` and `b` may have Jaccard ≥ t: false only if they cannot (an empty set,
     /// sizes too far apart, or prefixes sharing nothing).
     pub fn may_reach(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (a as usize, b as usize);
-        let (sa, sb) = (self.sizes[a], self.sizes[b]);
-        if sa == 0 || sb == 0 {
-            return false;
-        }
-        // As verify_pair writes it, so that both drop the same pairs.
+        self.sizes_may_reach(a, b) && self.first_shared(a, b).is_some()
+    }
+
+    /// Whether the set sizes of rows `a` and `b` allow Jaccard ≥ t: both sets non-empty, the
+    /// smaller at least t times the larger (as verify_pair writes it, so that both drop the
+    /// same pairs).
+    fn sizes_may_reach(&self, a: u32, b: u32) -> bool {
+        let (sa, sb) = (self.sizes[a as usize], self.sizes[b as usize]);
         let (lo, hi) = (sa.min(sb), sa.max(sb));
-        if (lo as f64) < self.t * hi as f64 {
-            return false;
-        }
-        self.first_shared(a as u32, b as u32).is_some()
+        lo > 0 && (lo as f64) >= self.t * hi as f64
     }
 
     /// Bytes held: prefixes, sizes, offsets and the order's table.
@@ -140,8 +139,9 @@ impl Prefixes {
     ///
     /// The lists take 8 bytes per prefix shingle, built a share of the shingle values at a
     /// time to stay within `mem_bytes / 4`. `None` (nothing decided) when the lists hold more
-    /// than `max_shared` pairs of rows: many rows sharing prefix shingles (sets almost all
-    /// alike, or a tiny threshold), where joining the fingerprints costs less.
+    /// than `max_shared` pairs of rows (many rows sharing prefix shingles: sets almost all
+    /// alike, or a tiny threshold), where joining the fingerprints costs less, or when the
+    /// pairs found would take more than half of `mem_bytes`.
     pub fn join(
         &self,
         fps: &[u64],
@@ -201,13 +201,21 @@ impl Prefixes {
                             let a = l[i].1;
                             debug_assert!(a < b);
                             let d = (fps[a as usize] ^ fps[b as usize]).count_ones();
-                            (d <= k && self.first_shared(a, b) == Some(v) && self.may_reach(a, b))
-                                .then_some((a.min(b), a.max(b), d))
+                            (d <= k
+                                && self.sizes_may_reach(a, b)
+                                && self.first_shared(a, b) == Some(v))
+                            .then_some((a, b, d))
                         })
                     })
                 })
                 .collect();
             out.extend(found);
+            // The pairs found are held until verified: beyond half of the budget, the
+            // fingerprint join (which lists them a part at a time) takes over.
+            if out.len() as u64 * 12 > mem_bytes / 2 {
+                progress.finish();
+                return Ok(None);
+            }
             progress.advance(1)?;
         }
         progress.finish();
@@ -405,9 +413,12 @@ mod tests {
                 }
             }
             assert!(want.len() > 500, "t {t}: {}", want.len());
-            for mem in [1 << 30, 1000, 1] {
+            // Several parts of the lists below a megabyte; beyond half of the budget, the pairs
+            // found are declined.
+            for mem in [1 << 30, 1 << 20, 1 << 16, 1 << 12] {
                 let got = p.join(&fps, k, mem, u64::MAX, &none).unwrap();
-                assert_eq!(got.as_ref(), Some(&want), "t {t}, k {k}, mem {mem}");
+                let fits = want.len() as u64 * 12 <= mem / 2;
+                assert_eq!(got.as_ref(), fits.then_some(&want), "t {t}, k {k}, mem {mem}");
             }
             assert_eq!(p.join(&fps, k, 1 << 30, 10, &none).unwrap(), None);
             assert!(p.join(&fps[1..], k, 1 << 30, u64::MAX, &none).is_err());

@@ -49,6 +49,16 @@ fn binomial_sum(b: u32, r: u32) -> f64 {
 /// possible) of at most 22 bits, probed with radius `k / m`, minimizing the
 /// modelled probes and comparisons per fingerprint.
 pub fn plan(n: u64, k: u32) -> Plan {
+    plan_and_cost(n, k).0
+}
+
+/// The modelled nanoseconds per fingerprint of the cheapest plan's join, for uniform
+/// fingerprints (clumped ones cost more): what the prefix join is weighed against.
+pub fn cost_ns_per_fingerprint(n: u64, k: u32) -> f64 {
+    plan_and_cost(n, k).1
+}
+
+fn plan_and_cost(n: u64, k: u32) -> (Plan, f64) {
     let min_m = 64u32.div_ceil(MAX_BLOCK_BITS);
     // m = k + 1 blocks need no flips at all; more only shrink the buckets further.
     (min_m..=(k + 1).clamp(min_m, 64))
@@ -71,7 +81,6 @@ pub fn plan(n: u64, k: u32) -> Plan {
             (Plan { blocks, radius }, cost)
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(p, _)| p)
         .expect("at least one block count")
 }
 

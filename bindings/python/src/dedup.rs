@@ -172,8 +172,10 @@ pub fn verify_texts<'py>(
             let mut p = Prefixes::new(t)?;
             for start in (0..texts.len()).step_by(1 << 16) {
                 let rows = start..(start + (1 << 16)).min(texts.len());
-                let sets: Vec<Vec<u64>> =
-                    rows.into_par_iter().map(set).collect::<simdex::Result<_>>()?;
+                let sets: Vec<Vec<u64>> = rows
+                    .into_par_iter()
+                    .map(set)
+                    .collect::<simdex::Result<_>>()?;
                 p.push(&sets)?;
             }
             Candidates::verify_all(fps, k, &tmp, mem_bytes, 0, &p, &progress, verify_batch)?;

@@ -127,9 +127,11 @@ def dedup(
     bounded memory (``mem_bytes``, spilling under ``tmp``) on all cores.
 
     ``verify=T`` (texts only) gives exact answers: candidate rows within ``candidate_k`` bits
-    (default 11; above 7 from a join over blocks of bits, in memory) are kept only if their
-    word 3-shingle sets have Jaccard >= T (computed for the candidate rows only), and clusters
-    come from kept pairs. Within ``mem_bytes``, the candidate pairs take at most half (a join
+    (default 11) are kept only if their word 3-shingle sets have Jaccard >= T, and clusters
+    come from kept pairs. Above 7, each text's prefix (the rarest tenth of its shingles at
+    T = 0.9) is computed first, and the candidates are the pairs within ``candidate_k`` whose
+    prefixes share a shingle (two sets at Jaccard >= T always do): the same answers as
+    comparing every pair within ``candidate_k``, without comparing most of them. Within ``mem_bytes``, the candidate pairs take at most half (a join
     with more is verified a part at a time) and the shingle sets held at once the rest (more
     take more passes over the texts);
     pairs are then ``(row_a, row_b, distance, jaccard)``. ``verify_tokens`` is how the
