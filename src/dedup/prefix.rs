@@ -418,7 +418,11 @@ mod tests {
             for mem in [1 << 30, 1 << 20, 1 << 16, 1 << 12] {
                 let got = p.join(&fps, k, mem, u64::MAX, &none).unwrap();
                 let fits = want.len() as u64 * 12 <= mem / 2;
-                assert_eq!(got.as_ref(), fits.then_some(&want), "t {t}, k {k}, mem {mem}");
+                assert_eq!(
+                    got.as_ref(),
+                    fits.then_some(&want),
+                    "t {t}, k {k}, mem {mem}"
+                );
             }
             assert_eq!(p.join(&fps, k, 1 << 30, 10, &none).unwrap(), None);
             assert!(p.join(&fps[1..], k, 1 << 30, u64::MAX, &none).is_err());
