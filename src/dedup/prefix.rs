@@ -137,8 +137,8 @@ impl Prefixes {
     /// Zipfian corpus's 440 million clumped candidates at 10M both shrink to about the pairs
     /// that are near-duplicates). Sorted.
     ///
-    /// The lists take 8 bytes per prefix shingle, built a share of the shingle values at a
-    /// time to stay within `mem_bytes / 4`. `None` (nothing decided) when the lists hold more
+    /// The lists take 8 to 16 bytes per prefix shingle, built a share of the shingle values at
+    /// a time to stay within `mem_bytes / 4`. `None` (nothing decided) when the lists hold more
     /// than `max_shared` pairs of rows (many rows sharing prefix shingles: sets almost all
     /// alike, or a tiny threshold), where joining the fingerprints costs less, or when the
     /// pairs found would take more than half of `mem_bytes`.
@@ -164,7 +164,8 @@ impl Prefixes {
             )));
         }
         let entries = self.values.len() as u64;
-        let parts = (entries * 8)
+        // A part holds its entries (8 bytes) and, at worst, a list per two of them (16).
+        let parts = (entries * 16)
             .div_ceil((mem_bytes / 4).max(1))
             .clamp(1, 1 << 16);
         progress.stage("prefix join", Some(parts))?;
@@ -182,7 +183,11 @@ impl Prefixes {
                 })
                 .collect();
             lists.par_sort_unstable();
-            let runs: Vec<&[(u32, u32)]> = lists.chunk_by(|a, b| a.0 == b.0).collect();
+            // The lists of two rows or more (most values are one row's: not collected).
+            let runs: Vec<&[(u32, u32)]> = lists
+                .chunk_by(|a, b| a.0 == b.0)
+                .filter(|l| l.len() > 1)
+                .collect();
             shared += runs
                 .iter()
                 .map(|l| (l.len() as u64) * (l.len() as u64 - 1) / 2)
@@ -194,7 +199,6 @@ impl Prefixes {
             // A pair is taken in the list of the first prefix value its rows share, so once.
             let found: Vec<(u32, u32, u32)> = runs
                 .par_iter()
-                .filter(|l| l.len() > 1)
                 .flat_map(|l| {
                     (0..l.len()).into_par_iter().flat_map_iter(move |i| {
                         l[i + 1..].iter().filter_map(move |&(v, b)| {
