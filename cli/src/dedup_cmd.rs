@@ -318,23 +318,31 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
     // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
     // clusters mode only unions groups, so large duplicate groups cost nothing extra.
+    // The pairs' count, where they were listed (counting them again would walk the join).
+    let mut listed = None;
     let text = if a.clusters {
         cluster_lines(&mut cand.clusters()?, &ids)
     } else {
         use std::fmt::Write as _;
+        let pairs = cand.pairs()?;
+        listed = Some(pairs.len() as u64);
         let mut text = String::new();
-        for &(i, j, d) in &cand.pairs()? {
+        for &(i, j, d) in &pairs {
             let _ = writeln!(text, "{}\t{}\t{d}", ids[i as usize], ids[j as usize]);
         }
         text
     };
     write_text(&a, &text)?;
     if !a.docs.quiet {
+        let count = match listed {
+            Some(n) => n,
+            None => cand.pair_count()?,
+        };
         eprintln!(
             "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",
             fps.len() as u64 + featureless,
             cand.distinct(),
-            cand.pair_count()?,
+            count,
             k,
             skipped_note(featureless, bad)
         );

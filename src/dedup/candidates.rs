@@ -41,6 +41,21 @@ pub const PAIR_BYTES: u64 = 48;
 /// equal size, and a part costs a walk over the buckets plus its share of the comparisons).
 const SAMPLE_PARTS: usize = 64;
 
+/// That `n` documents can be rows (numbered by `u32`): a clear error beyond.
+pub(crate) fn check_rows(n: usize) -> Result<()> {
+    if u32::try_from(n).is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "{n} documents: a dedup takes at most 2^32 at once"
+        )));
+    }
+    Ok(())
+}
+
+/// The pairs among `n` rows: n (n − 1) / 2.
+pub(crate) fn pairs_among(n: usize) -> u64 {
+    n as u64 * (n as u64).saturating_sub(1) / 2
+}
+
 impl Candidates {
     /// Candidates of documents `0..fps.len()` (at most 2^32) with fingerprints `fps`; rows whose
     /// `skip` entry is true (documents without any feature) take part in nothing. Of
@@ -54,12 +69,7 @@ impl Candidates {
         mem_bytes: u64,
         progress: &ProgressHandle,
     ) -> Result<Candidates> {
-        if u32::try_from(fps.len()).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "{} documents: a dedup takes at most 2^32 at once",
-                fps.len()
-            )));
-        }
+        check_rows(fps.len())?;
         if skip.is_some_and(|s| s.len() != fps.len()) {
             return Err(Error::InvalidArgument(
                 "skip and fingerprints differ in length".into(),
@@ -185,7 +195,7 @@ impl Candidates {
     fn within_pairs(&self) -> u64 {
         self.rows
             .chunk_by(|a, b| a.0 == b.0)
-            .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
+            .map(|g| pairs_among(g.len()))
             .sum()
     }
 
@@ -383,13 +393,7 @@ mod tests {
     #[test]
     fn candidates_match_brute_force() {
         let dir = tempfile::tempdir().unwrap();
-        let mut x = 7u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(7);
         let base: Vec<u64> = (0..60).map(|_| next()).collect();
         let mut fps: Vec<u64> = Vec::new();
         for i in 0..300 {
@@ -432,13 +436,7 @@ mod tests {
     #[test]
     fn an_unlisted_wide_join_gives_the_same_pairs_in_batches() {
         let dir = tempfile::tempdir().unwrap();
-        let mut x = 11u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(11);
         // Clumpy: 40 centres, members up to 6 bits away from theirs, some repeated.
         let base: Vec<u64> = (0..40).map(|_| next()).collect();
         let fps: Vec<u64> = (0..400)
@@ -495,13 +493,7 @@ mod tests {
     fn prefixes_drop_pairs_but_no_verified_pair() {
         use crate::dedup::verify::verify;
         let dir = tempfile::tempdir().unwrap();
-        let mut x = 3u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(3);
         // Rows in 30 families: fingerprints near their family's (families near each other: many
         // candidates are of different families), sets a few shingles from the family's.
         let centre = next();

@@ -80,13 +80,8 @@ mod tests {
     /// Against a naive closure on random graphs: the same partition, roots the smallest.
     #[test]
     fn components_match_a_naive_closure() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % m as u64) as usize
-        };
+        let mut rng = crate::dedup::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = |m: usize| (rng() % m as u64) as usize;
         for n in [1usize, 2, 10, 200] {
             let edges: Vec<(usize, usize)> = (0..n).map(|_| (next(n), next(n))).collect();
             let mut c = Clusters::new(n);

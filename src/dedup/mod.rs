@@ -22,3 +22,14 @@ pub use candidates::{Candidates, PAIR_BYTES};
 pub use clusters::Clusters;
 pub use passes::Passes;
 pub use prefix::Prefixes;
+
+/// A xorshift64 generator from a non-zero `seed`: the dedup tests' reproducible data.
+#[cfg(test)]
+pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}

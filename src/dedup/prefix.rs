@@ -25,6 +25,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
+use super::candidates::pairs_among;
 use crate::error::{Error, Result};
 use crate::progress::ProgressHandle;
 use crate::simhash::BuildIdentity;
@@ -157,12 +158,7 @@ impl Prefixes {
                 self.len()
             )));
         }
-        if u32::try_from(fps.len()).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "{} documents: a dedup takes at most 2^32 at once",
-                fps.len()
-            )));
-        }
+        super::candidates::check_rows(fps.len())?;
         let entries = self.values.len() as u64;
         // A part holds its entries (8 bytes) and, at worst, a list per two of them (16).
         let parts = (entries * 16)
@@ -188,10 +184,7 @@ impl Prefixes {
                 .chunk_by(|a, b| a.0 == b.0)
                 .filter(|l| l.len() > 1)
                 .collect();
-            shared += runs
-                .iter()
-                .map(|l| (l.len() as u64) * (l.len() as u64 - 1) / 2)
-                .sum::<u64>();
+            shared += runs.iter().map(|l| pairs_among(l.len())).sum::<u64>();
             if shared > max_shared {
                 progress.finish();
                 return Ok(None);
@@ -295,13 +288,7 @@ mod tests {
     /// one that saw nothing), and drops most of those it rejects.
     #[test]
     fn the_filter_keeps_every_pair_verification_keeps() {
-        let mut x = 5u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(5);
         // Sets sharing a common "template" of shingles 0..40, plus variants of 20 bases with a
         // few shingles swapped, plus sizes from 1 to 200.
         let bases: Vec<Vec<u64>> = (0..20)
@@ -317,7 +304,7 @@ mod tests {
                 let i = (next() % s.len() as u64) as usize;
                 s[i] = next();
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 s.extend((0..40u64).map(|i| i * 7 + 1));
             }
             s.sort_unstable();
@@ -364,13 +351,7 @@ mod tests {
     /// number of parts, and declines when its lists share more pairs than allowed.
     #[test]
     fn the_prefix_join_is_the_filtered_join() {
-        let mut x = 9u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(9);
         // Families of near-equal sets (some families share a common block of shingles), with
         // fingerprints near their family's; a few rows empty or repeated exactly.
         let fams: Vec<(u64, Vec<u64>)> = (0..25)

@@ -383,13 +383,7 @@ mod tests {
     /// all parts), so that one part estimates the whole and a batch of parts stays bounded.
     #[test]
     fn parts_are_balanced_on_clumps() {
-        let mut x = 3u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::dedup::xorshift(3);
         // Three clumps: members within 8 bits of their centre.
         let centres = [next(), next(), next()];
         let fps: Vec<u64> = (0..6000)

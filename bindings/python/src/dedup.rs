@@ -144,12 +144,18 @@ pub fn verify_texts<'py>(
             let text = visible(texts.get(r), html);
             Ok(rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens))
         };
+        // The rows in chunks of 2^16 (a set is computed per row on all cores, a chunk at a time).
+        let n = texts.len();
+        let chunks = || {
+            (0..n)
+                .step_by(1 << 16)
+                .map(move |s| s..(s + (1 << 16)).min(n))
+        };
         let mut verified = Vec::new();
         let verify_batch = |batch: Vec<(u32, u32, u32)>, sets: u64| -> simdex::Result<()> {
-            let mut passes = Passes::new(&batch, texts.len(), t, sets);
+            let mut passes = Passes::new(&batch, n, t, sets);
             while passes.pending() {
-                for start in (0..texts.len()).step_by(1 << 16) {
-                    let rows = start..(start + (1 << 16)).min(texts.len());
+                for rows in chunks() {
                     let sets: Vec<(usize, Vec<u64>)> = rows
                         .into_par_iter()
                         .filter(|&r| passes.wants(r))
@@ -170,8 +176,7 @@ pub fn verify_texts<'py>(
             // the pairs within k that may reach `t`, from the prefix join or, where many rows
             // share prefix shingles, the block join filtered.
             let mut p = Prefixes::new(t)?;
-            for start in (0..texts.len()).step_by(1 << 16) {
-                let rows = start..(start + (1 << 16)).min(texts.len());
+            for rows in chunks() {
                 let sets: Vec<Vec<u64>> = rows
                     .into_par_iter()
                     .map(set)
@@ -182,10 +187,9 @@ pub fn verify_texts<'py>(
         } else {
             // Within it, the index self-join's candidates, verified a batch at a time.
             let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &progress)?;
-            cand.verify_batches(mem_bytes, 0, texts.len(), None, &progress, verify_batch)?;
+            cand.verify_batches(mem_bytes, 0, n, None, &progress, verify_batch)?;
         }
         verified.sort_unstable_by_key(|p| (p.0, p.1));
-        let n = fps.len();
         let mut clusters = Clusters::new(n);
         for &(a, b, _, _) in &verified {
             clusters.join(a as usize, b as usize);
