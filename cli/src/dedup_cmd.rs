@@ -141,7 +141,7 @@ fn write_text(a: &DedupArgs, text: &str) -> Result<()> {
 }
 
 /// `jaccard:T` with T in (0, 1].
-fn parse_verify(s: &str) -> std::result::Result<f64, String> {
+pub fn parse_verify(s: &str) -> std::result::Result<f64, String> {
     s.strip_prefix("jaccard:")
         .and_then(|t| t.parse::<f64>().ok())
         .filter(|t| *t > 0.0 && *t <= 1.0)

@@ -14,6 +14,7 @@ mod docs;
 mod gen_cmd;
 mod hash_cmd;
 mod idf_cmd;
+mod ingest_cmd;
 mod input;
 mod inspect;
 mod interrupt;
@@ -52,6 +53,9 @@ enum Command {
     Hash(hash_cmd::HashArgs),
     /// Every near-duplicate pair (or cluster) among documents, in one command.
     Dedup(dedup_cmd::DedupArgs),
+    /// Documents into a document store: id<TAB>matched_id<TAB>similarity per near-duplicate of
+    /// something stored before it; the others are stored.
+    Ingest(ingest_cmd::IngestArgs),
     /// Precision and recall of "distance <= k" on your corpus or labelled pairs, to choose k.
     Calibrate(calibrate_cmd::CalibrateArgs),
     /// Learn per-feature weights (IDF) from a corpus, for hash/dedup --idf.
@@ -119,6 +123,7 @@ fn main() -> ExitCode {
         Command::Designs(a) => designs::run(a),
         Command::Hash(a) => hash_cmd::hash(a),
         Command::Dedup(a) => dedup_cmd::dedup(a),
+        Command::Ingest(a) => ingest_cmd::ingest(a),
         Command::Calibrate(a) => calibrate_cmd::calibrate(a),
         Command::Idf(a) => idf_cmd::idf(a),
         Command::Insert(a) => store_cmd::insert(a),

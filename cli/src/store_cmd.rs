@@ -12,7 +12,7 @@ use crate::util::parse_size;
 use simdex::index::DesignChoice;
 
 /// Parse `manual`, `per-write` or `group:<ms>`.
-fn parse_sync(s: &str) -> std::result::Result<SyncPolicy, String> {
+pub fn parse_sync(s: &str) -> std::result::Result<SyncPolicy, String> {
     s.parse::<SyncPolicy>().map_err(|e| e.to_string())
 }
 

@@ -15,6 +15,7 @@ mod candidates;
 mod clusters;
 mod passes;
 pub mod prefix;
+pub mod sketch;
 pub mod verify;
 pub mod wide;
 

@@ -37,6 +37,7 @@ impl Store {
             design,
             codec,
             block_size: block_size.or(self.read_state().current.block_size),
+            sketch_bytes: self.generation().docs().map(|d| d.sketch_bytes()),
         };
         self.compact_with(Some(layout), false)?
             .ok_or_else(|| Error::InvalidArgument("rebuild wrote nothing".into()))
@@ -135,6 +136,7 @@ impl Store {
         )?;
         let new_gen = Arc::new(Generation::open(&self.dir, target, self.opts.populate)?);
         let current = Current {
+            version: self.read_state().current.version,
             generation: target,
             block_size: layout.block_size,
         };
@@ -170,6 +172,13 @@ impl Store {
         let out = out.as_ref();
         let (ga, la) = a.snapshot_layer();
         let (gb, lb) = b.snapshot_layer();
+        if a.recipe != b.recipe {
+            return Err(Error::InvalidArgument(
+                "stores have different recipes (or one has none): their fingerprints are not \
+                 comparable"
+                    .into(),
+            ));
+        }
         if ga.index().design() != gb.index().design() {
             return Err(Error::InvalidArgument(format!(
                 "stores have different designs ({} and {}); rebuild one first",
@@ -197,7 +206,11 @@ impl Store {
             &a.opts.progress,
         )?;
         LogWriter::create(staging.path(), 0, &OsStorage)?;
+        if let Some(r) = &a.recipe {
+            r.write(staging.path())?;
+        }
         Current {
+            version: a.read_state().current.version,
             generation: 0,
             block_size: layout.block_size,
         }

@@ -11,7 +11,9 @@
 //! `cargo bench --bench store`); the store bounds the delta ([`super::StoreOptions::max_delta`],
 //! default 2^20 writes, so about 250 MB) and compacts when it is full.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::docs::DocMeta;
 
 use crate::permutation::Permutation;
 
@@ -29,6 +31,8 @@ pub struct Layer {
     perms: Vec<Permutation>,
     /// Operations applied (records of inserts and deletes), for the delta bound.
     ops: u64,
+    /// Documents put in this layer (and not deleted since), by id.
+    docs: HashMap<u64, DocMeta>,
 }
 
 impl Layer {
@@ -41,6 +45,7 @@ impl Layer {
             permuted: vec![BTreeSet::new(); perms.len()],
             perms,
             ops: 0,
+            docs: HashMap::new(),
         }
     }
 
@@ -81,6 +86,38 @@ impl Layer {
             }
         }
         self.deleted.insert(id);
+        self.docs.remove(&id);
+    }
+
+    /// Put a document: its id's pairs and document (here and below) are replaced by `fp`
+    /// and `doc`.
+    pub fn put_doc(&mut self, fp: u64, id: u64, doc: DocMeta) {
+        self.delete(id);
+        self.insert(fp, id);
+        self.ops -= 1;
+        self.docs.insert(id, doc);
+    }
+
+    /// What this layer says of `id`'s document: `Some(Some(doc))` put here, `Some(None)`
+    /// deleted here (so nothing below counts), `None` untouched here.
+    pub fn doc(&self, id: u64) -> Option<Option<&DocMeta>> {
+        match self.docs.get(&id) {
+            Some(d) => Some(Some(d)),
+            None if self.deleted.contains(&id) => Some(None),
+            None => None,
+        }
+    }
+
+    /// Documents put in this layer, by ascending id.
+    pub fn docs_sorted(&self) -> Vec<(u64, &DocMeta)> {
+        let mut v: Vec<(u64, &DocMeta)> = self.docs.iter().map(|(&i, d)| (i, d)).collect();
+        v.sort_unstable_by_key(|&(i, _)| i);
+        v
+    }
+
+    /// True if documents were put in this layer.
+    pub fn has_docs(&self) -> bool {
+        !self.docs.is_empty()
     }
 
     /// Ids this layer holds for `fp`, ascending.
@@ -137,6 +174,9 @@ impl Layer {
         }
         for (fp, id) in newer.pairs() {
             self.insert(fp, id);
+        }
+        for (&id, d) in &newer.docs {
+            self.docs.insert(id, d.clone());
         }
     }
 }

@@ -21,6 +21,7 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 
 use super::delta::Layer;
+use super::docs::{DOCS_NAME, DocMap, DocMeta, DocsWriter};
 use super::ids::{IDS_BLOCK_SIZE, IdMap, IdsWriter};
 use crate::design::Design;
 use crate::error::{Error, Result};
@@ -32,8 +33,11 @@ use crate::progress::ProgressHandle;
 pub const CURRENT_NAME: &str = "CURRENT";
 /// File name of a generation's id map.
 pub const IDS_NAME: &str = "IDS";
-/// Store format version (the `CURRENT` file's first line).
+/// Store format version of a store of raw fingerprints (the `CURRENT` file's first line).
 pub const STORE_VERSION: u32 = 1;
+/// Store format version of a document store: a `RECIPE`, and a document map `DOCS` in every
+/// generation. Older readers refuse it rather than compact its documents away.
+pub const DOC_STORE_VERSION: u32 = 2;
 
 /// Directory name of generation `n`.
 pub fn dir_name(n: u64) -> String {
@@ -43,6 +47,8 @@ pub fn dir_name(n: u64) -> String {
 /// The parsed `CURRENT` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Current {
+    /// Store format version: [`STORE_VERSION`], or [`DOC_STORE_VERSION`] for a document store.
+    pub version: u32,
     /// The live generation.
     pub generation: u64,
     /// Block size policy for new generations: `None` = automatic per generation size.
@@ -53,7 +59,8 @@ impl Current {
     /// Serialize (sealed text: the last line is a crc32 of the lines before it).
     pub fn encode(&self) -> String {
         crate::sealed::seal(format!(
-            "simdex-store {STORE_VERSION}\ngeneration {}\nblock-size {}\n",
+            "simdex-store {}\ngeneration {}\nblock-size {}\n",
+            self.version,
             self.generation,
             self.block_size
                 .map_or_else(|| "auto".to_string(), |b| b.to_string())
@@ -75,15 +82,18 @@ impl Current {
                 .and_then(|v| v.strip_prefix(' '))
                 .ok_or_else(|| bad(key, lines.get(i).copied().unwrap_or("")))
         };
-        let version = field(0, "simdex-store")?;
-        if version != STORE_VERSION.to_string() {
-            return Err(Error::Unsupported {
-                path: None,
-                what: "store format version",
-                expected: STORE_VERSION.to_string(),
-                found: version.parse().unwrap_or(u64::MAX),
-            });
-        }
+        let version = match field(0, "simdex-store")? {
+            "1" => STORE_VERSION,
+            "2" => DOC_STORE_VERSION,
+            v => {
+                return Err(Error::Unsupported {
+                    path: None,
+                    what: "store format version",
+                    expected: format!("{STORE_VERSION} or {DOC_STORE_VERSION}"),
+                    found: v.parse().unwrap_or(u64::MAX),
+                });
+            }
+        };
         let generation = field(1, "generation")?
             .parse()
             .map_err(|_| bad("a generation number", lines[1]))?;
@@ -96,6 +106,7 @@ impl Current {
             return Err(bad("three fields", body));
         }
         Ok(Current {
+            version,
             generation,
             block_size,
         })
@@ -124,6 +135,8 @@ pub struct Generation {
     dir: PathBuf,
     index: Index,
     ids: IdMap<Mmap>,
+    /// The document map, in a document store's generations.
+    docs: Option<DocMap<Mmap>>,
     retired: AtomicBool,
 }
 
@@ -143,11 +156,17 @@ impl Generation {
             )
             .with_path(&dir.join(IDS_NAME)));
         }
+        let docs_path = dir.join(DOCS_NAME);
+        let docs = match docs_path.exists() {
+            true => Some(DocMap::open(&docs_path)?),
+            false => None,
+        };
         Ok(Generation {
             number,
             dir,
             index,
             ids,
+            docs,
             retired: AtomicBool::new(false),
         })
     }
@@ -175,6 +194,13 @@ impl Generation {
     }
 
     internal_fn! {
+        /// The document map (document stores only).
+        fn docs(&self) -> Option<&DocMap<Mmap>> {
+            self.docs.as_ref()
+        }
+    }
+
+    internal_fn! {
         /// This generation's shape (design, codec), with `block_size` as the block size policy:
         /// what a compaction of it writes.
         fn layout(&self, block_size: Option<u32>) -> Layout {
@@ -182,6 +208,7 @@ impl Generation {
                 design: self.index.design().clone(),
                 codec: self.index.tables()[0].codec(),
                 block_size,
+                sketch_bytes: self.docs.as_ref().map(|d| d.sketch_bytes()),
             }
         }
     }
@@ -197,6 +224,9 @@ impl Generation {
         self.index.verify()?;
         let ids_path = self.dir.join(IDS_NAME);
         self.ids.verify().map_err(|e| e.with_path(&ids_path))?;
+        if let Some(d) = &self.docs {
+            d.verify().map_err(|e| e.with_path(&self.dir.join(DOCS_NAME)))?;
+        }
         let t0 = &self.index.tables()[0];
         let inv = t0.permutation().inverse();
         let mut a = 0u64;
@@ -243,6 +273,8 @@ pub struct Layout {
     pub codec: crate::codec::Codec,
     /// Block size; `None` = [`crate::design::auto_block_size`] for the generation's size.
     pub block_size: Option<u32>,
+    /// A document store's generation: the document map's sketch size.
+    pub sketch_bytes: Option<usize>,
 }
 
 /// One input of [`write_generation`]: a generation (if any) and the writes on top of it.
@@ -306,6 +338,56 @@ pub fn write_generation(
     write_generation_with(
         store_dir, number, layout, sources, None, mem_bytes, progress,
     )
+}
+
+/// Write the document map of the merged sources: per id, the newest document (a later source
+/// over an earlier one, a layer over its generation), without the ids a layer deleted.
+fn write_docs(path: &Path, sketch_bytes: usize, sources: &[Source<'_>]) -> Result<()> {
+    type DocStream<'a> = std::iter::Peekable<BoxIter<'a, (u64, DocMeta)>>;
+    let mut streams: Vec<DocStream<'_>> = Vec::new();
+    for s in sources {
+        let layer = s.layer;
+        if let Some(d) = s.generation.and_then(|g| g.docs.as_ref()) {
+            let dir = s.generation.map(|g| g.dir.join(DOCS_NAME));
+            let it = d
+                .iter()
+                .filter(move |r| !matches!(r, Ok((id, _)) if layer.doc(*id).is_some()))
+                .map(move |r| r.map_err(|e| e.with_path(dir.as_deref().unwrap_or(path))));
+            streams.push((Box::new(it) as BoxIter<'_, _>).peekable());
+        }
+        let mine: Vec<(u64, DocMeta)> = layer
+            .docs_sorted()
+            .into_iter()
+            .map(|(i, d)| (i, d.clone()))
+            .collect();
+        streams.push((Box::new(mine.into_iter().map(Ok)) as BoxIter<'_, _>).peekable());
+    }
+    crate::atomic::write_file(path, |w| {
+        let mut dw = DocsWriter::new(w, sketch_bytes)?;
+        loop {
+            // The smallest id at the streams' heads; of equal ids, the last stream's wins.
+            let mut best: Option<u64> = None;
+            for s in &mut streams {
+                match s.peek() {
+                    Some(Ok((id, _))) if best.is_none_or(|b| *id < b) => best = Some(*id),
+                    Some(Err(_)) => return Err(s.next().and_then(|r| r.err()).unwrap()),
+                    _ => {}
+                }
+            }
+            let Some(id) = best else { break };
+            let mut doc = None;
+            for s in &mut streams {
+                if matches!(s.peek(), Some(Ok((i, _))) if *i == id) {
+                    doc = s.next().and_then(|r| r.ok()).map(|(_, d)| d);
+                }
+            }
+            if let Some(d) = doc {
+                dw.add(id, &d)?;
+            }
+        }
+        dw.finish().map(|_| ())
+    })
+    .map_err(|e| e.with_path(path))
 }
 
 /// Pairs ascending by (fingerprint, id), for a bulk load.
@@ -404,6 +486,9 @@ pub fn write_generation_with(
     })
     .map_err(|e| e.with_path(&ids_path))?;
     pb.finish();
+    if let Some(sketch_bytes) = layout.sketch_bytes {
+        write_docs(&staging.path().join(DOCS_NAME), sketch_bytes, sources)?;
+    }
 
     // 2. The tables.
     let n = fingerprints;

@@ -34,7 +34,7 @@ pub const IDS_BLOCK_SIZE: u32 = 4096;
 /// Per-block overhead: count, used length, crc.
 const BLOCK_OVERHEAD: usize = 12;
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -43,7 +43,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Decode a varint at `*pos`, advancing it; `None` when truncated or longer than 10 bytes.
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for i in 0..10 {
         let b = *buf.get(*pos)?;

@@ -25,6 +25,8 @@
 
 mod compact;
 internal_mod!(delta);
+internal_mod!(docs);
+mod documents;
 mod durability;
 mod gate;
 mod generation;
@@ -33,6 +35,7 @@ mod open;
 mod options;
 internal_mod!(storage);
 mod query;
+mod recipe;
 internal_mod!(wal);
 mod write;
 
@@ -47,7 +50,10 @@ use durability::{Durability, lock};
 use generation::Current;
 use wal::LogWriter;
 
+pub use docs::{DocMeta, MAX_KEY_BYTES};
+pub use documents::{DocId, Document, IngestOptions, KEY_SEED, Verdict};
 pub use generation::{Generation, GenerationSummary};
+pub use recipe::{Hashed, LEARN_DOCS, RECIPE_NAME, Recipe};
 pub use options::{
     CreateOptions, Recovery, ShapeRequest, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
     StoreRow, StoreStats, SyncPolicy,
@@ -113,6 +119,8 @@ pub struct Store {
     background: AtomicBool,
     flusher: Option<std::thread::JoinHandle<()>>,
     recovery: Recovery,
+    /// A document store's recipe.
+    recipe: Option<Recipe>,
     compactions: std::sync::atomic::AtomicU64,
     compaction_nanos: std::sync::atomic::AtomicU64,
     /// The error of the last failed background compaction, reported by the next call.

@@ -38,6 +38,7 @@ impl Store {
             design: design.clone(),
             codec: opts.codec,
             block_size: opts.block_size,
+            sketch_bytes: opts.recipe.as_ref().map(|r| r.sketch_shape().bytes()),
         };
         let empty = Layer::new(Vec::new());
         let summary = generation::write_generation_with(
@@ -53,7 +54,14 @@ impl Store {
             &crate::progress::ProgressHandle::none(),
         )?;
         LogWriter::create(staging.path(), 0, &OsStorage)?;
+        if let Some(r) = &opts.recipe {
+            r.write(staging.path())?;
+        }
         Current {
+            version: match opts.recipe {
+                Some(_) => generation::DOC_STORE_VERSION,
+                None => generation::STORE_VERSION,
+            },
             generation: 0,
             block_size: opts.block_size,
         }
@@ -190,6 +198,24 @@ impl Store {
             }
         }
         let generation = Generation::open(dir, g, opts.populate)?;
+        let recipe = Recipe::read(dir)?;
+        let doc_store = current.version == generation::DOC_STORE_VERSION;
+        let sketch = generation.docs().map(|d| d.sketch_bytes());
+        if doc_store != recipe.is_some()
+            || sketch != recipe.as_ref().map(|r| r.sketch_shape().bytes())
+        {
+            return Err(Error::corrupt(
+                "document store",
+                0,
+                "a RECIPE and a DOCS file with its sketch size exactly when CURRENT says version 2",
+                format!(
+                    "version {}, RECIPE {}, DOCS sketches {sketch:?}",
+                    current.version,
+                    if recipe.is_some() { "present" } else { "absent" },
+                ),
+            )
+            .with_path(dir));
+        }
         let mut active = Layer::new(perms_of(&generation));
         let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created
@@ -300,6 +326,7 @@ impl Store {
             background: AtomicBool::new(false),
             flusher,
             recovery,
+            recipe,
             compactions: AtomicU64::new(0),
             compaction_nanos: AtomicU64::new(0),
             background_error: Mutex::new(None),

@@ -146,6 +146,8 @@ pub struct CreateOptions {
     pub block_size: Option<u32>,
     /// Fingerprints the store is expected to grow to (for the automatic design).
     pub expected_keys: u64,
+    /// A document store's recipe (`None`: a store of raw fingerprints).
+    pub recipe: Option<super::Recipe>,
 }
 
 impl Default for CreateOptions {
@@ -156,6 +158,7 @@ impl Default for CreateOptions {
             codec: Codec::HDelta,
             block_size: None,
             expected_keys: 10_000_000,
+            recipe: None,
         }
     }
 }
@@ -184,6 +187,12 @@ impl CreateOptions {
     /// Fingerprints the store is expected to grow to.
     pub fn with_expected_keys(mut self, expected_keys: u64) -> Self {
         self.expected_keys = expected_keys;
+        self
+    }
+    /// Create a document store with this recipe: it keeps a sketch and the caller's id per
+    /// document, and hashes every document it is given with the recipe.
+    pub fn with_recipe(mut self, recipe: Option<super::Recipe>) -> Self {
+        self.recipe = recipe;
         self
     }
 }

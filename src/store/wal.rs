@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::docs::DocMeta;
 use super::storage::{LogFile, LogStorage};
 use crate::error::{Error, Result};
 use crate::checksum::crc_at;
@@ -34,6 +35,8 @@ pub const MAX_PAYLOAD: usize = 64 << 20;
 pub const REC_INSERT: u8 = 1;
 /// Record type: delete every pair of some ids.
 pub const REC_DELETE: u8 = 2;
+/// Record type: put documents (each replaces its id's pairs and document).
+pub const REC_DOCS: u8 = 3;
 
 /// One logged write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +45,8 @@ pub enum Record {
     Insert(Vec<(u64, u64)>),
     /// Ids deleted by one call.
     Delete(Vec<u64>),
+    /// Documents put by one call: (fingerprint, id, document); each first deletes its id.
+    Docs(Vec<(u64, u64, DocMeta)>),
 }
 
 impl Record {
@@ -61,6 +66,20 @@ impl Record {
                     out.extend_from_slice(&id.to_le_bytes());
                 }
                 REC_DELETE
+            }
+            Record::Docs(docs) => {
+                out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
+                for (fp, id, d) in docs {
+                    out.extend_from_slice(&fp.to_le_bytes());
+                    out.extend_from_slice(&id.to_le_bytes());
+                    let key = d.key.as_deref().map_or(&[][..], str::as_bytes);
+                    let tag = d.key.as_ref().map_or(0, |k| k.len() as u16 + 1);
+                    out.extend_from_slice(&tag.to_le_bytes());
+                    out.extend_from_slice(&(d.sketch.len() as u16).to_le_bytes());
+                    out.extend_from_slice(key);
+                    out.extend_from_slice(&d.sketch);
+                }
+                REC_DOCS
             }
         }
     }
@@ -88,15 +107,38 @@ impl Record {
             REC_DELETE if body.len() == n * 8 => Ok(Record::Delete(
                 body.chunks_exact(8).map(LE::read_u64).collect(),
             )),
+            REC_DOCS => decode_docs(n, body)
+                .map(Record::Docs)
+                .ok_or_else(|| bad(format!("count {n} in {} bytes", p.len()))),
             REC_INSERT | REC_DELETE => Err(bad(format!("count {n} in {} bytes", p.len()))),
             other => Err(Error::Unsupported {
                 path: None,
                 what: "log record type",
-                expected: "1 (insert) or 2 (delete)".into(),
+                expected: "1 (insert), 2 (delete) or 3 (documents)".into(),
                 found: other.into(),
             }),
         }
     }
+}
+
+/// The documents of a documents record's body, `None` unless exactly `n` fit it exactly.
+fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<(u64, u64, DocMeta)>> {
+    let mut out = Vec::with_capacity(n.min(body.len() / 20));
+    for _ in 0..n {
+        let h = body.get(..20)?;
+        let (fp, id) = (LE::read_u64(&h[..8]), LE::read_u64(&h[8..16]));
+        let (tag, sk) = (LE::read_u16(&h[16..18]) as usize, LE::read_u16(&h[18..20]) as usize);
+        let klen = tag.saturating_sub(1);
+        let rest = body.get(20..20 + klen + sk)?;
+        let key = match tag {
+            0 => None,
+            _ => Some(std::str::from_utf8(&rest[..klen]).ok()?.into()),
+        };
+        let sketch = rest[klen..].into();
+        out.push((fp, id, DocMeta { key, sketch }));
+        body = &body[20 + klen + sk..];
+    }
+    body.is_empty().then_some(out)
 }
 
 /// Frame one record written at file offset `offset`.

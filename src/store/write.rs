@@ -47,7 +47,7 @@ impl Store {
 
     /// Log and apply `recs` in order, each under short locks; sync once at the end under
     /// per-write; compact whenever the delta fills.
-    fn write(&self, recs: impl Iterator<Item = Record>) -> Result<()> {
+    pub(super) fn write(&self, recs: impl Iterator<Item = Record>) -> Result<()> {
         self.check_writable()?;
         self.take_background_error()?;
         let mut lsn = 0;
@@ -159,6 +159,11 @@ pub(crate) fn apply(layer: &mut Layer, rec: &Record) {
         Record::Delete(ids) => {
             for &id in ids {
                 layer.delete(id);
+            }
+        }
+        Record::Docs(docs) => {
+            for (fp, id, d) in docs {
+                layer.put_doc(*fp, *id, d.clone());
             }
         }
     }

@@ -1,0 +1,255 @@
+//! `simdex ingest`: documents into a document store, each checked against everything stored
+//! before it; one line per near-duplicate, the new ones stored.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use simdex::store::{
+    CreateOptions, DocId, Document, IngestOptions, LEARN_DOCS, Recipe, Store, StoreOptions,
+    SyncPolicy, Verdict,
+};
+use simdex::{Error, Result};
+
+use crate::docs::{Doc, DocArgs, Weights, read_docs};
+
+/// Arguments of `simdex ingest`.
+#[derive(clap::Args)]
+pub struct IngestArgs {
+    /// Document store directory (created, with its recipe, if it does not exist).
+    pub dir: PathBuf,
+    /// Files, directories (recursive; `.gz` decompressed) or `-` for standard input (JSONL
+    /// with --jsonl).
+    #[arg(default_value = "-")]
+    pub paths: Vec<PathBuf>,
+    /// Inputs are JSON Lines: one object per line with "id" (string or number) and "text".
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Documents are HTML (their visible text is hashed). Fixed by the recipe at creation; an
+    /// existing store refuses a different setting.
+    #[arg(long)]
+    pub html: bool,
+    /// Fingerprint features are shingles of N words. Fixed at creation (default 2); an
+    /// existing store refuses a different size.
+    #[arg(long)]
+    pub shingle: Option<usize>,
+    /// A duplicate must also have estimated word 3-shingle Jaccard >= T with its match
+    /// (`jaccard:T`), from the sketches the store keeps.
+    #[arg(long, value_parser = crate::dedup_cmd::parse_verify)]
+    pub verify: Option<f64>,
+    /// Candidates are stored fingerprints within K bits (0..=7). Default: the store's k, which
+    /// for a new store is 7 with --verify (near-duplicates at Jaccard 0.95 lie up to 7 bits
+    /// apart on template-heavy pages) and 3 without (BENCHMARKS.md, "Documents in the store").
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// When creating: feature weights of the recipe. auto = count with --verify (the widest
+    /// net for verification), else idf; idf is learned from the first --learn documents.
+    #[arg(long, value_enum, default_value_t = Weights::Auto)]
+    pub weights: Weights,
+    /// When creating with idf weights: learn them from the first N documents (checked and
+    /// stored with the frozen weights once learned, like every later one).
+    #[arg(long, default_value_t = LEARN_DOCS)]
+    pub learn: usize,
+    /// Duplicate lines go to this file (written atomically at the end); standard output,
+    /// a chunk at a time as it is stored, if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Log sync policy: per-write (the default: every chunk of 4096 documents is durable
+    /// before its lines are written), group:<ms> or manual.
+    #[arg(long, default_value = "per-write", value_parser = crate::store_cmd::parse_sync)]
+    pub sync: SyncPolicy,
+    /// Stop at the first bad JSONL line instead of reporting and skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The k of a new document store created to verify (and to not verify).
+pub const DEFAULT_K: (u32, u32) = (7, 3);
+
+/// A canonical decimal u64 is a numeric id (the compact path); anything else a string id.
+fn doc_id(id: &str) -> DocId {
+    match id.parse::<u64>() {
+        Ok(n) if n.to_string() == id => DocId::Num(n),
+        _ => DocId::Key(Arc::from(id)),
+    }
+}
+
+/// Run `ingest`.
+pub fn ingest(a: IngestArgs) -> Result<()> {
+    let start = Instant::now();
+    let docs = DocArgs {
+        paths: a.paths.clone(),
+        html: false, // the recipe extracts the text of HTML itself
+        jsonl: a.jsonl,
+        shingle: a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE),
+        idf: None,
+        strict: a.strict,
+        quiet: a.quiet,
+        corpus_idf: None,
+        silent_skips: false,
+        spooled: Vec::new(),
+    };
+    if a.dir.exists() && !Store::is_store(&a.dir) {
+        return Err(Error::InvalidArgument(format!(
+            "{} exists and is not a store (no CURRENT file); ingest into a new directory",
+            a.dir.display()
+        )));
+    }
+    let opts = StoreOptions::default()
+        .with_sync(a.sync)
+        .with_progress(crate::progress::handle(!a.quiet));
+    let check = IngestOptions::default()
+        .with_k(a.k)
+        .with_verify(a.verify);
+    let mut store: Option<Store> = None;
+    let mut learning: Vec<Doc> = Vec::new();
+    if Store::is_store(&a.dir) {
+        let s = open(&a.dir, &opts)?;
+        let recipe = s.recipe().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} is a store of raw fingerprints (made by `simdex insert`): ingest needs a \
+                 document store; ingest into a new directory",
+                a.dir.display()
+            ))
+        })?;
+        recipe.check_request(a.shingle, Some(a.html))?;
+        store = Some(s);
+    }
+    let (mut new, mut dups, mut empty) = (0u64, 0u64, 0u64);
+    let mut run = |w: &mut dyn Write, store: &Store, chunk: &[Doc]| -> Result<()> {
+        if let Some(code) = crate::interrupt::exit_code() {
+            eprintln!(
+                "simdex: interrupted: {} documents checked and {new} stored in {} (synced); \
+                 the rest of the input was not read",
+                new + dups + empty,
+                a.dir.display()
+            );
+            std::process::exit(code.into());
+        }
+        let ids: Vec<DocId> = chunk.iter().map(|d| doc_id(&d.id)).collect();
+        let input: Vec<Document<'_>> = chunk
+            .iter()
+            .zip(&ids)
+            .map(|(d, id)| Document { id, text: &d.text })
+            .collect();
+        let verdicts = store.ingest(&input, &check)?;
+        for (d, v) in chunk.iter().zip(verdicts) {
+            match v {
+                Verdict::Duplicate { id, similarity, .. } => {
+                    dups += 1;
+                    writeln!(w, "{}\t{id}\t{similarity:.4}", d.id).map_err(crate::util::out_err)?;
+                }
+                Verdict::Empty => empty += 1,
+                _ => new += 1,
+            }
+        }
+        w.flush().map_err(crate::util::out_err)
+    };
+    // Documents read before the store is created: the weights' sample (none for count).
+    let learn = match a.weights {
+        Weights::Count => 1,
+        Weights::Auto if a.verify.is_some() => 1,
+        _ => a.learn.max(1),
+    };
+    let mut body = |w: &mut dyn Write| -> Result<(u64, u64)> {
+        read_docs(&docs, |chunk| {
+            if let Some(s) = &store {
+                return run(w, s, &chunk);
+            }
+            learning.extend(chunk);
+            if learning.len() < learn {
+                return Ok(());
+            }
+            let s = create(&a, &opts, &learning)?;
+            run(w, &s, &std::mem::take(&mut learning))?;
+            store = Some(s);
+            Ok(())
+        })
+        .and_then(|counts| {
+            if store.is_none() {
+                // The whole input fit in the learning sample.
+                let s = create(&a, &opts, &learning)?;
+                run(w, &s, &learning)?;
+                store = Some(s);
+            }
+            Ok(counts)
+        })
+    };
+    let (_, bad) = match &a.out {
+        Some(p) => simdex::atomic::write_file(p, |w| body(w))?,
+        None => {
+            let mut w = std::io::stdout().lock();
+            body(&mut w)?
+        }
+    };
+    let store = store.expect("created above");
+    store.flush()?;
+    if !a.quiet {
+        eprintln!(
+            "{} documents: {dups} near-duplicates of stored ones, {new} new (stored), {empty} \
+             without words (not stored){} into {} in {:.2?}",
+            new + dups + empty,
+            if bad > 0 {
+                format!("; {bad} bad lines skipped")
+            } else {
+                String::new()
+            },
+            a.dir.display(),
+            start.elapsed()
+        );
+    }
+    store.close()
+}
+
+fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
+    let s = Store::open(dir, opts)?;
+    for w in s.recovery().warnings() {
+        eprintln!("simdex: warning: {w}");
+    }
+    Ok(s)
+}
+
+/// Create the store with a recipe learned from `sample` (the first documents), and open it.
+fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
+    let shingle = a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE);
+    let shape = Default::default();
+    let idf = match a.weights {
+        Weights::Auto => a.verify.is_none() && a.learn > 0,
+        Weights::Count => false,
+        Weights::Idf => true,
+    };
+    let recipe = match idf {
+        false => Recipe::new(shingle, a.html, shape, None)?,
+        true => Recipe::learn(
+            shingle,
+            a.html,
+            shape,
+            sample.iter().take(a.learn).map(|d| d.text.as_str()),
+        )?,
+    };
+    let k = a.k.unwrap_or(match a.verify {
+        Some(_) => DEFAULT_K.0,
+        None => DEFAULT_K.1,
+    });
+    Store::create(
+        &a.dir,
+        &CreateOptions::default()
+            .with_k(k)
+            .with_recipe(Some(recipe.clone())),
+    )?;
+    if !a.quiet {
+        let weights = match recipe.weights() {
+            Some(w) => format!("idf learned from {} documents", w.docs()),
+            None => "count".into(),
+        };
+        eprintln!(
+            "created document store {} (k = {k}, {shingle}-shingles, weights {weights})",
+            a.dir.display(),
+        );
+    }
+    open(&a.dir, opts)
+}

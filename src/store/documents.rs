@@ -1,0 +1,410 @@
+//! Documents in, verified answers out: the document-level operations of a document store
+//! (one created with a [`Recipe`]). "Is this new?" for each document, against everything
+//! stored before it — including earlier documents of the same call — decided by fingerprints
+//! within k and, with verification, by the stored sketches' Jaccard estimate.
+//!
+//! Data path of [`Store::ingest`], a chunk of documents at a time:
+//!
+//! ```text
+//! texts ─► recipe: fingerprint + sketch (all cores)
+//!       ─► store: fingerprints within k, their documents' sketches, similarity (all cores)
+//!       ─► in order: the best match, or a match among the chunk's earlier new documents
+//!          (probed in a scratch layer with the store's tables' prefixes)
+//!       ─► new documents are put (one log record per 256), duplicates are not
+//! ```
+//!
+//! The answers are those of feeding the documents one at a time, so they do not depend on how
+//! the input is split into calls (tested).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::delta::Layer;
+use super::docs::{DocMeta, check_meta};
+use super::open::perms_of;
+use super::wal::Record;
+use super::*;
+use crate::error::{Error, Result};
+use crate::index::probe::Work;
+
+/// Documents per chunk: the unit of parallel hashing and querying.
+const CHUNK: usize = 4096;
+/// Seed of the hash that turns a string id into the store's numeric id (xxh3-64).
+pub const KEY_SEED: u64 = 0x7369_6d64_6578_6b79;
+
+/// A document's id as the caller gives it: a number, or a string (a URL, a dataset key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DocId {
+    /// A numeric id, stored as itself.
+    Num(u64),
+    /// A string id (1 to [`MAX_KEY_BYTES`] bytes), kept in the store and returned in answers.
+    Key(Arc<str>),
+}
+
+impl std::fmt::Display for DocId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DocId::Num(n) => write!(f, "{n}"),
+            DocId::Key(k) => f.write_str(k),
+        }
+    }
+}
+
+/// One document: its id and its text (or HTML, as the store's recipe says).
+#[derive(Debug, Clone, Copy)]
+pub struct Document<'a> {
+    /// The id.
+    pub id: &'a DocId,
+    /// The text.
+    pub text: &'a str,
+}
+
+/// How documents are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub struct IngestOptions {
+    /// Candidates are stored fingerprints within this distance (`None`: the store's k).
+    pub k: Option<u32>,
+    /// Verification: a candidate is a duplicate only if its estimated Jaccard similarity of
+    /// word 3-shingles is at least this (`None`: every candidate is).
+    pub verify: Option<f64>,
+}
+
+impl IngestOptions {
+    /// Candidates within `k` bits.
+    pub fn with_k(mut self, k: Option<u32>) -> Self {
+        self.k = k;
+        self
+    }
+    /// Verify candidates: estimated Jaccard at least `t` (0..=1).
+    pub fn with_verify(mut self, t: Option<f64>) -> Self {
+        self.verify = t;
+        self
+    }
+}
+
+/// The answer for one document.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Nothing stored before it is a near-duplicate: it is new (and [`Store::ingest`] stored it).
+    New,
+    /// A near-duplicate of a document stored before it: the most similar one.
+    Duplicate {
+        /// The stored document's id.
+        id: DocId,
+        /// Estimated Jaccard similarity of word 3-shingles (the sketches').
+        similarity: f64,
+        /// Hamming distance of the fingerprints.
+        distance: u32,
+    },
+    /// A document without words: nobody's near-duplicate, and not stored.
+    Empty,
+}
+
+/// A candidate: (similarity, distance, store id) and the caller's id.
+type Candidate = (f64, u32, u64, DocId);
+
+impl Store {
+    /// A document store's recipe (`None` for a store of raw fingerprints).
+    pub fn recipe(&self) -> Option<&Recipe> {
+        self.recipe.as_ref()
+    }
+
+    fn need_recipe(&self) -> Result<&Recipe> {
+        self.recipe.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} stores raw fingerprints: documents need a store created with a recipe \
+                 (`simdex ingest` creates one)",
+                self.dir.display()
+            ))
+        })
+    }
+
+    /// The document stored under the store's numeric id `id`, if any.
+    pub fn doc(&self, id: u64) -> Result<Option<DocMeta>> {
+        Ok(self.docs_of(&[id])?.pop().flatten())
+    }
+
+    /// The documents of `ids`, in order, under one look at the store's state.
+    fn docs_of(&self, ids: &[u64]) -> Result<Vec<Option<DocMeta>>> {
+        let st = self.read_state();
+        let layers = st.layers();
+        ids.iter()
+            .map(|&id| {
+                for layer in layers.iter().rev() {
+                    if let Some(d) = layer.doc(id) {
+                        return Ok(d.cloned());
+                    }
+                }
+                match st.generation.docs() {
+                    Some(m) => m.get(id),
+                    None => Ok(None),
+                }
+            })
+            .collect()
+    }
+
+    /// The store's numeric id of a caller's id, if such a document is stored: a number is
+    /// itself; a string's id is its hash ([`KEY_SEED`]), or the next free one after a collision.
+    pub fn doc_id(&self, id: &DocId) -> Result<Option<u64>> {
+        Ok(match self.place(id, &HashMap::new())? {
+            (n, true) => Some(n),
+            (_, false) => None,
+        })
+    }
+
+    /// Where `id` lives or would be put: (numeric id, whether a document of that id is stored),
+    /// seeing also `pending` (ids placed by this call, not yet stored).
+    fn place(&self, id: &DocId, pending: &HashMap<u64, DocId>) -> Result<(u64, bool)> {
+        let key = match id {
+            DocId::Num(n) => {
+                let holder = match pending.get(n) {
+                    Some(p) => Some(p.clone()),
+                    None => self.doc(*n)?.map(|d| caller_id(*n, &d)),
+                };
+                return match holder {
+                    Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
+                        "numeric id {n} is taken by the document with string id {k:?}"
+                    ))),
+                    other => Ok((*n, other.is_some())),
+                };
+            }
+            DocId::Key(k) => k,
+        };
+        let mut n = xxhash_rust::xxh3::xxh3_64_with_seed(key.as_bytes(), KEY_SEED);
+        loop {
+            let holder = match pending.get(&n) {
+                Some(p) => Some(p.clone()),
+                None => self.doc(n)?.map(|d| caller_id(n, &d)),
+            };
+            match holder {
+                None => return Ok((n, false)),
+                Some(h) if &h == id => return Ok((n, true)),
+                Some(_) => n = n.wrapping_add(1),
+            }
+        }
+    }
+
+    /// Check documents without storing them: each against the store and the earlier new
+    /// documents of the call — the verdicts [`Store::ingest`] would give.
+    pub fn check_documents(
+        &self,
+        docs: &[Document<'_>],
+        opts: &IngestOptions,
+    ) -> Result<Vec<Verdict>> {
+        self.documents(docs, opts, false)
+    }
+
+    /// Check each document against everything stored before it, including the earlier
+    /// documents of this call, and store the new ones (put: a stored document with the same id
+    /// is replaced). Duplicates and documents without words are not stored.
+    pub fn ingest(&self, docs: &[Document<'_>], opts: &IngestOptions) -> Result<Vec<Verdict>> {
+        self.check_writable()?;
+        self.documents(docs, opts, true)
+    }
+
+    fn documents(
+        &self,
+        docs: &[Document<'_>],
+        opts: &IngestOptions,
+        store: bool,
+    ) -> Result<Vec<Verdict>> {
+        let recipe = self.need_recipe()?;
+        let design_k = self.generation().index().design().k();
+        let k = opts.k.unwrap_or(design_k);
+        if k > design_k {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} is above the store's k = {design_k}"
+            )));
+        }
+        if let Some(t) = opts.verify
+            && !(0.0..=1.0).contains(&t)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "verification threshold {t} is not in 0..=1"
+            )));
+        }
+        for d in docs {
+            if let DocId::Key(key) = d.id
+                && (key.is_empty() || key.len() > MAX_KEY_BYTES)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "string id of {} bytes (1 to {MAX_KEY_BYTES}): {:?}",
+                    key.len(),
+                    key.chars().take(60).collect::<String>()
+                )));
+            }
+        }
+        let mut scratch = Scratch::new(perms_of(&self.generation()));
+        let mut out = Vec::with_capacity(docs.len());
+        for chunk in docs.chunks(CHUNK) {
+            if store {
+                scratch = Scratch::new(perms_of(&self.generation()));
+            }
+            let hashed: Vec<Hashed> = chunk.par_iter().map(|d| recipe.hash(d.text)).collect();
+            let shape = recipe.sketch_shape();
+            let found: Vec<Vec<Candidate>> = hashed
+                .par_iter()
+                .map(|h| match h.fingerprint {
+                    Some(fp) => self.candidates(fp, &h.sketch, k, opts.verify, shape),
+                    None => Ok(Vec::new()),
+                })
+                .collect::<Result<_>>()?;
+            let mut puts: Vec<(u64, u64, DocMeta)> = Vec::new();
+            let mut pending: HashMap<u64, DocId> = HashMap::new();
+            let mut replaced: HashSet<u64> = HashSet::new();
+            for ((d, h), cands) in chunk.iter().zip(hashed).zip(found) {
+                let Some(fp) = h.fingerprint else {
+                    out.push(Verdict::Empty);
+                    continue;
+                };
+                let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
+                let from_call = scratch.best(self, fp, &h.sketch, k, opts.verify, shape)?;
+                let best = [from_store, from_call]
+                    .into_iter()
+                    .flatten()
+                    .min_by(better);
+                if let Some((similarity, distance, _, id)) = best {
+                    out.push(Verdict::Duplicate {
+                        id,
+                        similarity,
+                        distance,
+                    });
+                    continue;
+                }
+                out.push(Verdict::New);
+                let (n, exists) = self.place(d.id, &pending)?;
+                if exists {
+                    replaced.insert(n);
+                }
+                let meta = DocMeta {
+                    key: match d.id {
+                        DocId::Key(k) => Some(Arc::clone(k)),
+                        DocId::Num(_) => None,
+                    },
+                    sketch: h.sketch.into(),
+                };
+                check_meta(&meta, shape.bytes())?;
+                pending.insert(n, d.id.clone());
+                scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
+                puts.push((fp, n, meta));
+            }
+            if store && !puts.is_empty() {
+                let recs: Vec<Record> = puts
+                    .chunks(MAX_PAIRS_PER_RECORD)
+                    .map(|c| Record::Docs(c.to_vec()))
+                    .collect();
+                self.write(recs.into_iter())?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stored documents within `k` of `fp` that pass verification, best first.
+    fn candidates(
+        &self,
+        fp: u64,
+        sketch: &[u8],
+        k: u32,
+        verify: Option<f64>,
+        shape: crate::dedup::sketch::SketchShape,
+    ) -> Result<Vec<Candidate>> {
+        let mut out = Vec::new();
+        let found: Vec<(u32, u64)> = self
+            .near(fp, k)?
+            .into_iter()
+            .flat_map(|m| m.ids.into_iter().map(move |id| (m.distance, id)))
+            .collect();
+        let ids: Vec<u64> = found.iter().map(|&(_, id)| id).collect();
+        for ((distance, id), doc) in found.into_iter().zip(self.docs_of(&ids)?) {
+            let Some(doc) = doc else { continue };
+            let sim = shape.similarity(sketch, &doc.sketch)?;
+            if verify.is_none_or(|t| sim >= t) {
+                out.push((sim, distance, id, caller_id(id, &doc)));
+            }
+        }
+        out.sort_by(better);
+        Ok(out)
+    }
+}
+
+/// Best first: more similar, then nearer, then the smaller id.
+fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0)
+        .then(a.1.cmp(&b.1))
+        .then(a.2.cmp(&b.2))
+}
+
+fn caller_id(n: u64, d: &DocMeta) -> DocId {
+    match &d.key {
+        Some(k) => DocId::Key(Arc::clone(k)),
+        None => DocId::Num(n),
+    }
+}
+
+/// The new documents of a call not yet in the store, probed like the store's delta.
+struct Scratch {
+    layer: Layer,
+    docs: Vec<(u64, DocId, Arc<[u8]>)>,
+    /// Store id → index in `docs` of its latest put.
+    by_id: HashMap<u64, u64>,
+}
+
+impl Scratch {
+    fn new(perms: Vec<crate::Permutation>) -> Scratch {
+        Scratch {
+            layer: Layer::new(perms),
+            docs: Vec::new(),
+            by_id: HashMap::new(),
+        }
+    }
+
+    fn put(&mut self, fp: u64, n: u64, id: DocId, sketch: Arc<[u8]>) {
+        let i = self.docs.len() as u64;
+        if let Some(old) = self.by_id.insert(n, i) {
+            self.layer.delete(old);
+        }
+        self.layer.insert(fp, i);
+        self.docs.push((n, id, sketch));
+    }
+
+    fn best(
+        &self,
+        store: &Store,
+        fp: u64,
+        sketch: &[u8],
+        k: u32,
+        verify: Option<f64>,
+        shape: crate::dedup::sketch::SketchShape,
+    ) -> Result<Option<Candidate>> {
+        if self.docs.is_empty() {
+            return Ok(None);
+        }
+        let mut hits = Vec::new();
+        let g = store.generation();
+        g.index()
+            .probe(&self.layer, fp, k, &mut Work::default(), |m| {
+                hits.push(m);
+                true
+            })?;
+        hits.sort_unstable();
+        hits.dedup();
+        let mut best: Option<Candidate> = None;
+        for m in hits {
+            for i in self.layer.ids_in_layer(m.fingerprint) {
+                let (n, id, s) = &self.docs[i as usize];
+                let sim = shape.similarity(sketch, s)?;
+                let c = (sim, m.distance, *n, id.clone());
+                if verify.is_none_or(|t| sim >= t)
+                    && best.as_ref().is_none_or(|b| better(&c, b).is_lt())
+                {
+                    best = Some(c);
+                }
+            }
+        }
+        Ok(best)
+    }
+}

@@ -1,0 +1,321 @@
+//! A document store's recipe: how its documents become fingerprints and sketches, fixed when
+//! the store is created and kept in the store (`RECIPE`), so that every writer hashes alike.
+//!
+//! Fingerprints made with different shingle sizes, weights or HTML rules are incomparable: a
+//! store filled by two services with different settings would answer silently wrong. So a
+//! document store records its recipe, every document path hashes with it, and a request naming
+//! a different one is refused ([`Recipe::check_request`]).
+//!
+//! **Weights are learned by the store** ([`Recipe::learn`]): IDF from the documents the store is
+//! created with (the first [`LEARN_DOCS`] of them, or a sample the caller gives), then frozen.
+//! Rule and measurements: format-spec/store.md ("Recipe") and BENCHMARKS.md.
+//!
+//! ```text
+//! simdex-recipe 1
+//! simhash 1
+//! shingle 2
+//! input text                       (or: input html 1)
+//! sketch 256 4                     (bins, bits per bin; of word 3-shingles, Unicode words)
+//! weights idf                      (or: weights count)
+//! simdex-idf 1 shingle=2 docs=N    (with idf: the table, as `simdex idf` writes it)
+//! ...
+//! crc32 XXXXXXXX
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::dedup::sketch::SketchShape;
+use crate::dedup::verify::{Tokens, hash_and_set};
+use crate::error::{Error, Result};
+use crate::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
+
+/// File name of a store's recipe.
+pub const RECIPE_NAME: &str = "RECIPE";
+/// Recipe format version.
+pub const RECIPE_VERSION: u32 = 1;
+/// The simhash specification version recipes refer to (format-spec/simhash.md).
+pub const SIMHASH_VERSION: u32 = 1;
+/// The HTML rule version (format-spec/simhash.md, "HTML").
+pub const HTML_RULES_VERSION: u32 = 1;
+/// Documents the weights are learned from by default: the first this many a store is created
+/// with (BENCHMARKS.md, "Weights learned by the store").
+pub const LEARN_DOCS: usize = 10_000;
+
+/// How a store's documents become fingerprints and sketches.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    shingle: usize,
+    html: bool,
+    sketch: SketchShape,
+    weights: Option<Arc<IdfTable>>,
+    hasher: Simhasher,
+}
+
+/// What one document became.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashed {
+    /// Its fingerprint; `None` for a document without words (nobody's near-duplicate).
+    pub fingerprint: Option<u64>,
+    /// Its sketch of word 3-shingles.
+    pub sketch: Vec<u8>,
+}
+
+/// Recipes are equal when they hash alike (the hasher is made from the other fields).
+impl PartialEq for Recipe {
+    fn eq(&self, other: &Self) -> bool {
+        (self.shingle, self.html, self.sketch, &self.weights)
+            == (other.shingle, other.html, other.sketch, &other.weights)
+    }
+}
+impl Eq for Recipe {}
+
+impl Recipe {
+    /// A recipe: `shingle`-word shingles, HTML or plain text, this sketch, these weights
+    /// (`None`: counts). An error for a shingle size outside 1..=16, weights of another shingle
+    /// size, or HTML in a build without the `html` feature.
+    pub fn new(
+        shingle: usize,
+        html: bool,
+        sketch: SketchShape,
+        weights: Option<Arc<IdfTable>>,
+    ) -> Result<Recipe> {
+        if let Some(w) = &weights
+            && w.shingle() != shingle
+        {
+            return Err(Error::InvalidArgument(format!(
+                "IDF weights of {}-shingles for a recipe of {shingle}-shingles",
+                w.shingle()
+            )));
+        }
+        if html && !cfg!(feature = "html") {
+            return Err(Error::InvalidArgument(
+                "HTML documents need simdex built with the html feature".into(),
+            ));
+        }
+        let hasher = Simhasher::new(
+            SimhashOptions::default()
+                .with_shingle(shingle)
+                .with_weights(weights.clone()),
+        )?;
+        Ok(Recipe {
+            shingle,
+            html,
+            sketch,
+            weights,
+            hasher,
+        })
+    }
+
+    /// A recipe whose IDF weights are learned from `sample` (the texts a store is created with:
+    /// the first [`LEARN_DOCS`] are used, each counted once whatever its repeats).
+    pub fn learn<'a>(
+        shingle: usize,
+        html: bool,
+        sketch: SketchShape,
+        sample: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Recipe> {
+        let plain = Recipe::new(shingle, html, sketch, None)?;
+        let mut df = DfCounter::default();
+        for text in sample.into_iter().take(LEARN_DOCS) {
+            let text = plain.visible(text);
+            let mut f: Vec<u64> = plain
+                .hasher
+                .features(&text)
+                .into_iter()
+                .map(|(h, _)| h)
+                .collect();
+            f.sort_unstable();
+            f.dedup();
+            df.add(&f);
+        }
+        Recipe::new(shingle, html, sketch, Some(Arc::new(df.finish(shingle))))
+    }
+
+    /// Shingle size of the fingerprints.
+    pub fn shingle(&self) -> usize {
+        self.shingle
+    }
+
+    /// True if documents are HTML (their visible text is hashed).
+    pub fn html(&self) -> bool {
+        self.html
+    }
+
+    /// The sketch shape.
+    pub fn sketch_shape(&self) -> SketchShape {
+        self.sketch
+    }
+
+    /// The IDF weights, if any.
+    pub fn weights(&self) -> Option<&Arc<IdfTable>> {
+        self.weights.as_ref()
+    }
+
+    fn visible<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        #[cfg(feature = "html")]
+        if self.html {
+            return crate::simhash::html::visible_text(text).into();
+        }
+        text.into()
+    }
+
+    /// A document's fingerprint and sketch, from one tokenizing.
+    pub fn hash(&self, text: &str) -> Hashed {
+        let text = self.visible(text);
+        let (fingerprint, set) = hash_and_set(&self.hasher, &text, Tokens::Unicode);
+        Hashed {
+            fingerprint,
+            sketch: self.sketch.sketch(&set),
+        }
+    }
+
+    /// Refuse a request that names settings other than this recipe's (`None`: not named).
+    pub fn check_request(&self, shingle: Option<usize>, html: Option<bool>) -> Result<()> {
+        if let Some(s) = shingle.filter(|&s| s != self.shingle) {
+            return Err(Error::InvalidArgument(format!(
+                "the store's recipe hashes {}-word shingles; this request asks for {s} (a store's \
+                 fingerprints are comparable only under one recipe)",
+                self.shingle
+            )));
+        }
+        if let Some(h) = html.filter(|&h| h != self.html) {
+            let name = |h: bool| if h { "HTML" } else { "plain text" };
+            return Err(Error::InvalidArgument(format!(
+                "the store's recipe reads {}; this request asks for {}",
+                name(self.html),
+                name(h)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Serialize (sealed text).
+    pub fn encode(&self) -> String {
+        let mut s = format!(
+            "simdex-recipe {RECIPE_VERSION}\nsimhash {SIMHASH_VERSION}\nshingle {}\n",
+            self.shingle
+        );
+        s += &if self.html {
+            format!("input html {HTML_RULES_VERSION}\n")
+        } else {
+            "input text\n".to_string()
+        };
+        s += &format!("sketch {} {}\n", self.sketch.bins(), self.sketch.bits());
+        match &self.weights {
+            Some(w) => s += &format!("weights idf\n{}", w.encode()),
+            None => s += "weights count\n",
+        }
+        crate::sealed::seal(s)
+    }
+
+    /// Parse and validate; errors say what was expected.
+    pub fn decode(bytes: &[u8]) -> Result<Recipe> {
+        let (body, crc_line) = crate::sealed::split_sealed(bytes, RECIPE_NAME)?;
+        crate::sealed::check_seal(body, crc_line, RECIPE_NAME)?;
+        let mut lines = body.split_inclusive('\n');
+        let mut at = 0u64;
+        let mut next = |expected: &str| -> Result<String> {
+            let l = lines.next().unwrap_or("");
+            at += l.len() as u64;
+            l.strip_prefix(expected)
+                .and_then(|v| v.strip_prefix(' '))
+                .map(|v| v.trim_end_matches('\n').to_string())
+                .ok_or_else(|| {
+                    Error::corrupt(RECIPE_NAME, at, format!("a {expected:?} line"), l.trim_end())
+                })
+        };
+        let version = |what: &'static str, found: String, want: u32| -> Result<()> {
+            if found == want.to_string() {
+                return Ok(());
+            }
+            Err(Error::Unsupported {
+                path: None,
+                what,
+                expected: want.to_string(),
+                found: found.parse().unwrap_or(u64::MAX),
+            })
+        };
+        version("recipe version", next("simdex-recipe")?, RECIPE_VERSION)?;
+        version("simhash version", next("simhash")?, SIMHASH_VERSION)?;
+        let number = |v: &str, what: &str| -> Result<u32> {
+            v.parse()
+                .map_err(|_| Error::corrupt(RECIPE_NAME, 0, format!("a number ({what})"), v))
+        };
+        let shingle = number(&next("shingle")?, "shingle")? as usize;
+        let html = match next("input")?.as_str() {
+            "text" => false,
+            v => {
+                let n = v.strip_prefix("html ").unwrap_or("");
+                version("HTML rule version", n.to_string(), HTML_RULES_VERSION)?;
+                true
+            }
+        };
+        let sk = next("sketch")?;
+        let (bins, bits) = sk
+            .split_once(' ')
+            .ok_or_else(|| Error::corrupt(RECIPE_NAME, 0, "sketch BINS BITS", sk.as_str()))?;
+        let sketch = SketchShape::new(number(bins, "bins")?, number(bits, "bits")?)?;
+        let weights = match next("weights")?.as_str() {
+            "count" => None,
+            "idf" => Some(Arc::new(IdfTable::decode(&lines.collect::<String>())?)),
+            w => return Err(Error::corrupt(RECIPE_NAME, 0, "count or idf", w)),
+        };
+        Recipe::new(shingle, html, sketch, weights)
+    }
+
+    /// Read `dir/RECIPE`; `None` if the store has none (a store of raw fingerprints).
+    pub fn read(dir: &Path) -> Result<Option<Recipe>> {
+        let p = dir.join(RECIPE_NAME);
+        match std::fs::read(&p) {
+            Ok(b) => Recipe::decode(&b).map(Some).map_err(|e| e.with_path(&p)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(p, "read", e)),
+        }
+    }
+
+    /// Write `dir/RECIPE` (temp file, fsync, rename, fsync the directory).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        use std::io::Write;
+        crate::atomic::write_file(&dir.join(RECIPE_NAME), |w| {
+            w.write_all(self.encode().as_bytes())
+                .map_err(|e| Error::io(None, "write RECIPE", e))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_damage_and_other_settings() {
+        let docs = [
+            "a shared header and one body",
+            "a shared header and another body",
+        ];
+        let r = Recipe::learn(2, false, SketchShape::default(), docs).unwrap();
+        assert_eq!(r.weights().unwrap().docs(), 2);
+        let text = r.encode();
+        assert_eq!(Recipe::decode(text.as_bytes()).unwrap(), r);
+        let plain = Recipe::new(3, false, SketchShape::new(64, 8).unwrap(), None).unwrap();
+        assert_eq!(Recipe::decode(plain.encode().as_bytes()).unwrap(), plain);
+        // Any changed byte is caught by the seal.
+        let mut bad = text.clone().into_bytes();
+        bad[30] ^= 1;
+        assert!(Recipe::decode(&bad).is_err());
+        assert!(Recipe::decode(&text.as_bytes()[..text.len() - 1]).is_err());
+        assert!(r.check_request(Some(2), Some(false)).is_ok());
+        assert!(r.check_request(None, None).is_ok());
+        let e = r.check_request(Some(3), None).unwrap_err().to_string();
+        assert!(e.contains("2-word shingles"), "{e}");
+        assert!(r.check_request(None, Some(true)).is_err());
+        // The weights change the fingerprint; the sketch does not depend on them.
+        let a = r.hash(docs[0]);
+        let b = plain.hash(docs[0]);
+        assert_eq!(a.sketch.len(), 128);
+        assert!(a.fingerprint.is_some());
+        assert_eq!(plain.hash("").fingerprint, None);
+        assert_ne!(b.sketch.len(), a.sketch.len());
+    }
+}
