@@ -102,9 +102,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let opts = StoreOptions::default()
         .with_sync(a.sync)
         .with_progress(crate::progress::handle(!a.quiet));
-    let check = IngestOptions::default()
-        .with_k(a.k)
-        .with_verify(a.verify);
+    let check = IngestOptions::default().with_k(a.k).with_verify(a.verify);
     let mut store: Option<Store> = None;
     let mut learning: Vec<Doc> = Vec::new();
     if Store::is_store(&a.dir) {

@@ -102,7 +102,11 @@ impl SketchShape {
         let nonzero = |v: u64| (0..self.bits).fold(0, |acc, i| acc | v >> i) & lanes;
         let (nx, ny) = (nonzero(x), nonzero(y));
         let equal = !nonzero(x ^ y) & lanes & nx;
-        ((nx | ny).count_ones(), (nx & ny).count_ones(), equal.count_ones())
+        (
+            (nx | ny).count_ones(),
+            (nx & ny).count_ones(),
+            equal.count_ones(),
+        )
     }
 
     /// The estimated Jaccard similarity of the sets of two sketches of this shape (0 when both

@@ -263,10 +263,7 @@ impl Store {
                 };
                 let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
                 let from_call = scratch.best(self, fp, &h.sketch, k, opts.verify, shape)?;
-                let best = [from_store, from_call]
-                    .into_iter()
-                    .flatten()
-                    .min_by(better);
+                let best = [from_store, from_call].into_iter().flatten().min_by(better);
                 if let Some((similarity, distance, _, id)) = best {
                     out.push(Verdict::Duplicate {
                         id,
@@ -333,9 +330,7 @@ impl Store {
 
 /// Best first: more similar, then nearer, then the smaller id.
 fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
-    b.0.total_cmp(&a.0)
-        .then(a.1.cmp(&b.1))
-        .then(a.2.cmp(&b.2))
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
 }
 
 fn caller_id(n: u64, d: &DocMeta) -> DocId {

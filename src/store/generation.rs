@@ -193,6 +193,11 @@ impl Generation {
         }
     }
 
+    /// Documents in the generation's document map (0 in a store of raw fingerprints).
+    pub fn docs_count(&self) -> u64 {
+        self.docs.as_ref().map_or(0, |d| d.docs())
+    }
+
     internal_fn! {
         /// The document map (document stores only).
         fn docs(&self) -> Option<&DocMap<Mmap>> {
@@ -225,7 +230,8 @@ impl Generation {
         let ids_path = self.dir.join(IDS_NAME);
         self.ids.verify().map_err(|e| e.with_path(&ids_path))?;
         if let Some(d) = &self.docs {
-            d.verify().map_err(|e| e.with_path(&self.dir.join(DOCS_NAME)))?;
+            d.verify()
+                .map_err(|e| e.with_path(&self.dir.join(DOCS_NAME)))?;
         }
         let t0 = &self.index.tables()[0];
         let inv = t0.permutation().inverse();

@@ -53,11 +53,11 @@ use wal::LogWriter;
 pub use docs::{DocMeta, MAX_KEY_BYTES};
 pub use documents::{DocId, Document, IngestOptions, KEY_SEED, Verdict};
 pub use generation::{Generation, GenerationSummary};
-pub use recipe::{Hashed, LEARN_DOCS, RECIPE_NAME, Recipe};
 pub use options::{
     CreateOptions, Recovery, ShapeRequest, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
     StoreRow, StoreStats, SyncPolicy,
 };
+pub use recipe::{Hashed, LEARN_DOCS, RECIPE_NAME, Recipe};
 
 /// File name of the writer lock.
 pub const LOCK_NAME: &str = "LOCK";

@@ -211,7 +211,11 @@ impl Store {
                 format!(
                     "version {}, RECIPE {}, DOCS sketches {sketch:?}",
                     current.version,
-                    if recipe.is_some() { "present" } else { "absent" },
+                    if recipe.is_some() {
+                        "present"
+                    } else {
+                        "absent"
+                    },
                 ),
             )
             .with_path(dir));

@@ -222,7 +222,12 @@ impl Recipe {
                 .and_then(|v| v.strip_prefix(' '))
                 .map(|v| v.trim_end_matches('\n').to_string())
                 .ok_or_else(|| {
-                    Error::corrupt(RECIPE_NAME, at, format!("a {expected:?} line"), l.trim_end())
+                    Error::corrupt(
+                        RECIPE_NAME,
+                        at,
+                        format!("a {expected:?} line"),
+                        l.trim_end(),
+                    )
                 })
         };
         let version = |what: &'static str, found: String, want: u32| -> Result<()> {

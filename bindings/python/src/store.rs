@@ -9,7 +9,13 @@ use pyo3::prelude::*;
 
 use crate::args::{Distance, Threads};
 use pyo3::types::PyDict;
-use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions};
+use simdex::simhash::DEFAULT_SHINGLE;
+use simdex::store::{
+    CreateOptions, DocId, Document, IngestOptions, Recipe, ShapeRequest, Store, StoreOptions,
+    Verdict,
+};
+
+use crate::texts::Texts;
 
 use crate::arrays::{id_array, out, u64_array};
 use crate::errors::{invalid, raise, to_py};
@@ -87,7 +93,7 @@ type Rows<'py> = (
 impl PyStore {
     /// Open the store at `path` (see the stubs for every option).
     #[new]
-    #[pyo3(signature = (path, *, create=false, k=None, design=None, codec=None, block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false))]
+    #[pyo3(signature = (path, *, create=false, k=None, design=None, codec=None, block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false, documents=false, html=None, shingle=None, learn_from=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -103,10 +109,20 @@ impl PyStore {
         mem_bytes: u64,
         read_only: bool,
         populate: bool,
+        documents: bool,
+        html: Option<bool>,
+        shingle: Option<usize>,
+        learn_from: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStore> {
         if create && read_only {
             return Err(invalid("create=True and read_only=True exclude each other"));
         }
+        if !documents && (html.is_some() || shingle.is_some() || learn_from.is_some()) {
+            return Err(invalid(
+                "html, shingle and learn_from describe a document store: pass documents=True",
+            ));
+        }
+        let sample = learn_from.map(Texts::from_py).transpose()?;
         let opts = StoreOptions::default()
             .with_sync(sync.parse().map_err(to_py)?)
             .with_max_delta(max_delta)
@@ -129,13 +145,38 @@ impl PyStore {
         let store = detached(py, None, move || {
             let created = create && !Store::is_store(&p);
             if created {
-                Store::create(&p, &copts)?;
+                let recipe = match (documents, &sample) {
+                    (false, _) => None,
+                    (true, None) => Some(Recipe::new(
+                        shingle.unwrap_or(DEFAULT_SHINGLE),
+                        html.unwrap_or(false),
+                        Default::default(),
+                        None,
+                    )?),
+                    (true, Some(t)) => Some(Recipe::learn(
+                        shingle.unwrap_or(DEFAULT_SHINGLE),
+                        html.unwrap_or(false),
+                        Default::default(),
+                        (0..t.len()).map(|i| t.get(i)),
+                    )?),
+                };
+                Store::create(&p, &copts.with_recipe(recipe))?;
             }
             let store = if read_only {
                 Store::open_read_only_with(&p, &opts)?
             } else {
                 Store::open(&p, &opts)?
             };
+            match store.recipe() {
+                Some(r) => r.check_request(shingle, html)?,
+                None if documents => {
+                    return Err(simdex::Error::InvalidArgument(format!(
+                        "{} is a store of raw fingerprints, not a document store",
+                        p.display()
+                    )));
+                }
+                None => {}
+            }
             // Options for a new store must not be ignored silently when it already exists.
             if let Some((what, given, has)) = store.stats().shape_difference(&req) {
                 let what = what.replace('-', "_");
@@ -194,6 +235,128 @@ impl PyStore {
             }
             Ok(())
         })
+    }
+
+    /// Check documents against everything stored before each (including earlier documents of
+    /// the call) and store the new ones (see the stubs).
+    #[pyo3(signature = (ids, texts, *, verify=None, k=None, check_only=false, threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ingest<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+        texts: &Bound<'py, PyAny>,
+        verify: Option<f64>,
+        k: Option<Distance>,
+        check_only: bool,
+        threads: Option<Threads>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids: Vec<DocId> = match id_array(ids, "ids") {
+            Ok(a) => a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect(),
+            Err(_) if ids.extract::<Vec<u64>>().is_ok() => ids
+                .extract::<Vec<u64>>()?
+                .into_iter()
+                .map(DocId::Num)
+                .collect(),
+            Err(_) => {
+                let t = Texts::from_py(ids).map_err(|_| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "ids must be a uint64/int64 numpy array, a sequence of str or an Arrow \
+                         string array",
+                    )
+                })?;
+                (0..t.len()).map(|i| DocId::Key(t.get(i).into())).collect()
+            }
+        };
+        let texts = Texts::from_py(texts)?;
+        if ids.len() != texts.len() {
+            return Err(invalid(format!(
+                "ids and texts differ in length ({} and {})",
+                ids.len(),
+                texts.len()
+            )));
+        }
+        let opts = IngestOptions::default()
+            .with_k(k.map(|k| k.0))
+            .with_verify(verify);
+        let n = ids.len();
+        let verdicts = with_store_watched(py, self, threads, n > 4096, move |s, cancel| {
+            let mut all = Vec::with_capacity(n);
+            for (i, c) in ids.chunks(4096).enumerate() {
+                cancel.check()?;
+                let docs: Vec<Document<'_>> = c
+                    .iter()
+                    .enumerate()
+                    .map(|(j, id)| Document {
+                        id,
+                        text: texts.get(i * 4096 + j),
+                    })
+                    .collect();
+                all.extend(match check_only {
+                    true => s.check_documents(&docs, &opts)?,
+                    false => s.ingest(&docs, &opts)?,
+                });
+            }
+            Ok(all)
+        })?;
+        let (mut dup, mut stored) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut sim, mut dist) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let matched = pyo3::types::PyList::empty(py);
+        for v in verdicts {
+            match v {
+                Verdict::Duplicate {
+                    id,
+                    similarity,
+                    distance,
+                } => {
+                    dup.push(true);
+                    stored.push(false);
+                    sim.push(similarity);
+                    dist.push(distance as i32);
+                    match id {
+                        DocId::Num(n) => matched.append(n)?,
+                        DocId::Key(k) => matched.append(&*k)?,
+                    }
+                }
+                other => {
+                    dup.push(false);
+                    stored.push(!check_only && other == Verdict::New);
+                    sim.push(f64::NAN);
+                    dist.push(-1);
+                    matched.append(py.None())?;
+                }
+            }
+        }
+        let d = PyDict::new(py);
+        d.set_item("duplicate", out(py, dup))?;
+        d.set_item("matched", matched)?;
+        d.set_item("similarity", out(py, sim))?;
+        d.set_item("distance", out(py, dist))?;
+        d.set_item("stored", out(py, stored))?;
+        Ok(d)
+    }
+
+    /// The document store's recipe as a dict (None for a store of raw fingerprints).
+    #[getter]
+    fn recipe<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let r = with_store(py, self, None, |s| Ok(s.recipe().cloned()))?;
+        r.map(|r| {
+            let d = PyDict::new(py);
+            d.set_item("shingle", r.shingle())?;
+            d.set_item("html", r.html())?;
+            d.set_item(
+                "weights",
+                if r.weights().is_some() {
+                    "idf"
+                } else {
+                    "count"
+                },
+            )?;
+            d.set_item("sketch_bins", r.sketch_shape().bins())?;
+            d.set_item("sketch_bits", r.sketch_shape().bits())?;
+            Ok(d)
+        })
+        .transpose()
     }
 
     /// Delete every pair of each document id (a uint64 array).

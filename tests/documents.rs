@@ -1,0 +1,327 @@
+//! Document stores: a generated template-heavy corpus with planted near-duplicates streamed
+//! through `Store::ingest`; answers checked against exact Jaccard, against splitting the input
+//! differently, across compaction and reopening; recipes, string ids, replacement, deletes.
+
+use std::sync::Arc;
+
+use simdex::dedup::sketch::SketchShape;
+use simdex::dedup::verify::{jaccard, shingle_set};
+use simdex::store::{
+    CreateOptions, DocId, Document, IngestOptions, Recipe, Store, StoreOptions, SyncPolicy, Verdict,
+};
+
+mod common;
+
+/// Pages of one site: a shared template (header, a long navigation list, footer) around a
+/// unique article; every 7th page re-posts an earlier article with one or two words changed
+/// (a planted near-duplicate), every 11th one in the template's second version. Returns
+/// (url, text, index of the planted original).
+fn site(n: usize, seed: u64) -> Vec<(String, String, Option<usize>)> {
+    let mut st = seed;
+    let mut word = |st: &mut u64| {
+        let r = common::splitmix(st);
+        // Zipf-like: small numbers are common words.
+        format!("w{}", (r % 1000) * (r >> 40) % 5000)
+    };
+    let words = |st: &mut u64, k: usize, word: &mut dyn FnMut(&mut u64) -> String| {
+        (0..k).map(|_| word(st)).collect::<Vec<_>>()
+    };
+    let header = words(&mut st, 25, &mut word).join(" ");
+    let nav1: Vec<String> = (0..120)
+        .map(|_| words(&mut st, 3, &mut word).join(" "))
+        .collect();
+    let mut nav2 = nav1.clone();
+    for i in (0..120).step_by(9) {
+        nav2[i] = words(&mut st, 3, &mut word).join(" ");
+    }
+    let footer = words(&mut st, 60, &mut word).join(" ");
+    let mut articles: Vec<Vec<String>> = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (article, planted) = if i % 7 == 6 {
+            let src = (common::splitmix(&mut st) % articles.len() as u64) as usize;
+            let mut a = articles[src].clone();
+            for _ in 0..1 + i % 2 {
+                let at = (common::splitmix(&mut st) % a.len() as u64) as usize;
+                a[at] = word(&mut st);
+            }
+            (a, Some(src))
+        } else {
+            let len = 150 + (common::splitmix(&mut st) % 200) as usize;
+            (words(&mut st, len, &mut word), None)
+        };
+        let nav = if i % 11 == 10 { &nav2 } else { &nav1 };
+        let text = format!(
+            "{header}\n{}\n{}\n{footer}",
+            nav.join("\n"),
+            article.join(" ")
+        );
+        articles.push(article);
+        out.push((format!("https://docs.example.org/page/{i}"), text, planted));
+    }
+    out
+}
+
+fn create(dir: &std::path::Path, recipe: Recipe) -> Store {
+    Store::create(
+        dir,
+        &CreateOptions::default().with_k(7).with_recipe(Some(recipe)),
+    )
+    .unwrap();
+    Store::open(dir, &StoreOptions::default().with_sync(SyncPolicy::Manual)).unwrap()
+}
+
+fn counts_recipe() -> Recipe {
+    Recipe::new(2, false, SketchShape::default(), None).unwrap()
+}
+
+fn ingest_in(store: &Store, docs: &[(DocId, &str)], sizes: &[usize], t: f64) -> Vec<Verdict> {
+    let opts = IngestOptions::default().with_verify(Some(t));
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &s in sizes.iter().cycle() {
+        if at >= docs.len() {
+            break;
+        }
+        let end = (at + s).min(docs.len());
+        let part: Vec<Document<'_>> = docs[at..end]
+            .iter()
+            .map(|(id, text)| Document { id, text })
+            .collect();
+        out.extend(store.ingest(&part, &opts).unwrap());
+        at = end;
+    }
+    out
+}
+
+/// Reported duplicates are truly similar (exact Jaccard >= 0.85), every page with an earlier
+/// page at Jaccard >= 0.95 is reported, and the answers name the pages by their URLs.
+#[test]
+fn planted_duplicates_are_found_and_reports_are_true() {
+    let pages = site(1500, 7);
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(&dir.path().join("s"), counts_recipe());
+    let docs: Vec<(DocId, &str)> = pages
+        .iter()
+        .map(|(u, t, _)| (DocId::Key(Arc::from(u.as_str())), t.as_str()))
+        .collect();
+    let verdicts = ingest_in(&store, &docs, &[docs.len()], 0.9);
+    let sets: Vec<Vec<u64>> = pages.iter().map(|(_, t, _)| shingle_set(t, 3)).collect();
+    let pos = |id: &DocId| {
+        pages
+            .iter()
+            .position(|(u, _, _)| DocId::Key(u.as_str().into()) == *id)
+    };
+    let (mut reported, mut planted_close, mut found) = (0, 0, 0);
+    for (i, v) in verdicts.iter().enumerate() {
+        if let Verdict::Duplicate { id, similarity, .. } = v {
+            reported += 1;
+            let j = pos(id).expect("an answer names a stored page");
+            assert!(j < i, "page {i} matched a later page {j}");
+            let exact = jaccard(&sets[i], &sets[j]);
+            assert!(
+                exact >= 0.85,
+                "page {i} ~ {j}: exact {exact:.3}, estimated {similarity}"
+            );
+        }
+        let close = (0..i).any(|j| jaccard(&sets[i], &sets[j]) >= 0.95);
+        if close {
+            planted_close += 1;
+            found += usize::from(matches!(v, Verdict::Duplicate { .. }));
+        }
+    }
+    assert!(planted_close >= 150, "the corpus plants near-duplicates");
+    assert!(
+        found as f64 >= 0.97 * planted_close as f64,
+        "{found} of {planted_close} found"
+    );
+    assert!(
+        reported < 400,
+        "{reported} reported: template siblings are not duplicates"
+    );
+    // Stored: every new page, by its URL; duplicates are not stored.
+    let stored = verdicts.iter().filter(|v| **v == Verdict::New).count();
+    assert_eq!(
+        store.stats().pairs + store.stats().delta_pairs,
+        stored as u64
+    );
+    for ((id, _), v) in docs.iter().zip(&verdicts) {
+        assert_eq!(store.doc_id(id).unwrap().is_some(), *v == Verdict::New);
+    }
+}
+
+/// The same verdicts however the input is split into calls, with a compaction and a reopen
+/// between calls, and from `check_documents` (which stores nothing).
+#[test]
+fn answers_do_not_depend_on_how_the_input_is_split() {
+    let pages = site(5000, 3);
+    let docs: Vec<(DocId, &str)> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, (u, t, _))| match i % 3 {
+            0 => (DocId::Num(i as u64 * 1000), t.as_str()),
+            _ => (DocId::Key(Arc::from(u.as_str())), t.as_str()),
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = {
+        let s = create(&dir.path().join("whole"), counts_recipe());
+        let check: Vec<Document<'_>> = docs
+            .iter()
+            .map(|(id, text)| Document { id, text })
+            .collect();
+        let dry = s
+            .check_documents(&check, &IngestOptions::default().with_verify(Some(0.9)))
+            .unwrap();
+        assert_eq!(s.stats().delta_pairs, 0, "check_documents stores nothing");
+        let v = ingest_in(&s, &docs, &[docs.len()], 0.9);
+        assert_eq!(dry, v);
+        v
+    };
+    assert!(
+        whole
+            .iter()
+            .filter(|v| matches!(v, Verdict::Duplicate { .. }))
+            .count()
+            > 500
+    );
+    for sizes in [&[1usize][..], &[37, 400, 1], &[4095, 2]] {
+        let p = dir.path().join(format!("split-{}", sizes[0]));
+        let s = create(&p, counts_recipe());
+        let mut got = Vec::new();
+        let half = docs.len() / 2;
+        got.extend(ingest_in(&s, &docs[..half], sizes, 0.9));
+        s.compact().unwrap();
+        drop(s);
+        let s = Store::open(&p, &StoreOptions::default()).unwrap();
+        got.extend(ingest_in(&s, &docs[half..], sizes, 0.9));
+        assert_eq!(got, whole, "split into calls of {sizes:?}");
+        s.verify().unwrap();
+    }
+}
+
+/// Documents survive compaction and reopening with their string ids and sketches; deleting an
+/// id removes its document; a document put again under its id replaces the old one.
+#[test]
+fn documents_persist_and_are_replaced_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s");
+    let recipe = Recipe::learn(2, false, SketchShape::default(), ["a b c d", "a b x y"]).unwrap();
+    let store = create(&p, recipe.clone());
+    let url = DocId::Key("https://example.org/a".into());
+    let text = "the quick brown fox jumps over the lazy dog again and again";
+    let v = store
+        .ingest(&[Document { id: &url, text }], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(v, vec![Verdict::New]);
+    let n = store.doc_id(&url).unwrap().unwrap();
+    store.compact().unwrap();
+    drop(store);
+    let store = Store::open(&p, &StoreOptions::default()).unwrap();
+    assert_eq!(store.recipe(), Some(&recipe));
+    let d = store.doc(n).unwrap().unwrap();
+    assert_eq!(d.key.as_deref(), Some("https://example.org/a"));
+    assert_eq!(&*d.sketch, &recipe.hash(text).sketch[..]);
+    // Again, as a duplicate of itself: not stored twice.
+    let again = store
+        .ingest(&[Document { id: &url, text }], &IngestOptions::default())
+        .unwrap();
+    assert!(
+        matches!(&again[0], Verdict::Duplicate { id, similarity, distance: 0 }
+        if *id == url && *similarity == 1.0)
+    );
+    // Replaced by a different text under the same id: one fingerprint for it.
+    let other = "an entirely different page about the store and its documents";
+    store
+        .ingest(
+            &[Document {
+                id: &url,
+                text: other,
+            }],
+            &IngestOptions::default(),
+        )
+        .unwrap();
+    let fp = recipe.hash(other).fingerprint.unwrap();
+    assert_eq!(store.pairs().unwrap(), vec![(fp, n)]);
+    store.compact().unwrap();
+    assert_eq!(store.generation().docs_count(), 1);
+    store.delete(n).unwrap();
+    assert_eq!(store.doc(n).unwrap(), None);
+    assert_eq!(store.doc_id(&url).unwrap(), None);
+    store.compact().unwrap();
+    assert_eq!(store.generation().docs_count(), 0);
+    store.verify().unwrap();
+    // Empty documents are nobody's duplicate and are not stored.
+    let e = DocId::Num(5);
+    let v = store
+        .ingest(
+            &[Document {
+                id: &e,
+                text: " ... ",
+            }],
+            &IngestOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(v, vec![Verdict::Empty]);
+}
+
+/// Documents need a document store; other settings than the recipe's are refused; bad
+/// options and ids are errors, not panics.
+#[test]
+fn refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    Store::create(&raw, &CreateOptions::default()).unwrap();
+    let raw = Store::open(&raw, &StoreOptions::default()).unwrap();
+    let id = DocId::Num(1);
+    let one = [Document {
+        id: &id,
+        text: "a b c",
+    }];
+    let e = raw.ingest(&one, &IngestOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("raw fingerprints"), "{e}");
+    let s = create(&dir.path().join("docs"), counts_recipe());
+    let e = s
+        .recipe()
+        .unwrap()
+        .check_request(Some(3), None)
+        .unwrap_err();
+    assert!(e.to_string().contains("2-word shingles"), "{e}");
+    for opts in [
+        IngestOptions::default().with_k(Some(8)),
+        IngestOptions::default().with_verify(Some(1.5)),
+        IngestOptions::default().with_verify(Some(f64::NAN)),
+    ] {
+        assert!(s.ingest(&one, &opts).is_err(), "{opts:?}");
+    }
+    let long = DocId::Key("x".repeat(simdex::store::MAX_KEY_BYTES + 1).into());
+    let empty = DocId::Key("".into());
+    for id in [&long, &empty] {
+        let e = s
+            .ingest(&[Document { id, text: "a b c" }], &IngestOptions::default())
+            .unwrap_err();
+        assert!(e.to_string().contains("string id"), "{e}");
+    }
+    // A numeric id held by a string-keyed document is not silently overwritten.
+    let url = DocId::Key("u".into());
+    s.ingest(
+        &[Document {
+            id: &url,
+            text: "one two three four",
+        }],
+        &IngestOptions::default(),
+    )
+    .unwrap();
+    let n = s.doc_id(&url).unwrap().unwrap();
+    let clash = DocId::Num(n);
+    let e = s
+        .ingest(
+            &[Document {
+                id: &clash,
+                text: "completely other words here",
+            }],
+            &IngestOptions::default(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("taken by the document"), "{e}");
+}
