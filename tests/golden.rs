@@ -228,3 +228,64 @@ fn golden_store_log_and_id_map() {
     assert_eq!(m.ids_of(0x25).unwrap(), vec![3]);
     assert_eq!((m.pairs(), m.fingerprints()), (3, 2));
 }
+
+/// The document store's files (format-spec/store.md, store format 2): a recipe, a document
+/// map whose sketches are those of known texts, and a log with a documents record, each
+/// decoded and rewritten byte for byte.
+#[test]
+fn golden_document_store_files() {
+    use simdex::dedup::sketch::SketchShape;
+    use simdex::dedup::verify::shingle_set;
+    use simdex::store::{DocMeta, Recipe, docs, wal};
+    let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
+    let check = |name: &str, bytes: &[u8]| {
+        let p = dir().join(name);
+        if regen {
+            std::fs::write(&p, bytes).unwrap();
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
+    };
+    let texts = [
+        "the quick brown fox jumps over the lazy dog",
+        "the quick brown fox",
+    ];
+    let recipe = Recipe::learn(2, false, SketchShape::new(16, 4).unwrap(), texts).unwrap();
+    check("v2-store.recipe", recipe.encode().as_bytes());
+    assert_eq!(
+        Recipe::decode(&std::fs::read(dir().join("v2-store.recipe")).unwrap()).unwrap(),
+        recipe
+    );
+    let shape = recipe.sketch_shape();
+    let sketch = |t: &str| -> std::sync::Arc<[u8]> { shape.sketch(&shingle_set(t, 3)).into() };
+    assert_eq!(&*sketch(texts[0]), &recipe.hash(texts[0]).sketch[..]);
+    let entries = vec![
+        (
+            7,
+            DocMeta {
+                key: None,
+                sketch: sketch(texts[0]),
+            },
+        ),
+        (
+            0x1234,
+            DocMeta {
+                key: Some("https://example.org/".into()),
+                sketch: sketch(texts[1]),
+            },
+        ),
+    ];
+    let map = docs::build_bytes(&entries, shape.bytes()).unwrap();
+    check("v2-store.docs", &map);
+    let m = docs::DocMap::from_bytes(&map[..]).unwrap();
+    m.verify().unwrap();
+    assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
+
+    let fp = recipe.hash(texts[1]).fingerprint.unwrap();
+    let rec = wal::Record::Docs(vec![(fp, 0x1234, entries[1].1.clone())]);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
+    w.append(&rec).unwrap();
+    let log = std::fs::read(w.path()).unwrap();
+    check("v2-store.wal", &log);
+    assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
+}

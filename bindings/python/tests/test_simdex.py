@@ -360,3 +360,47 @@ def test_verification_within_mem_bytes_gives_the_same_answer() -> None:
     assert (want[0] == got[0]).all()
     for a, b in zip(want[1], got[1]):
         assert (a == b).all()
+
+
+def test_document_store_ingest(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    template = " ".join(f"t{x}" for x in rng.integers(0, 3000, size=300))
+    texts, ids, planted = [], [], {}
+    for i in range(300):
+        body = [f"w{x}" for x in rng.integers(0, 5000, size=int(rng.integers(150, 300)))]
+        if i % 5 == 4:
+            body = texts[-1].split()[300:]
+            body[7] = "changed"
+            planted[f"https://x.org/{i}"] = f"https://x.org/{i - 1}"
+        texts.append(template + " " + " ".join(body))
+        ids.append(f"https://x.org/{i}")
+    path = tmp_path / "docs"
+    with simdex.Store(path, create=True, documents=True, k=7, sync="manual") as s:
+        assert s.recipe == {"shingle": 2, "html": False, "weights": "count", "sketch_bins": 256, "sketch_bits": 4}
+        dry = s.ingest(ids, texts, verify=0.9, check_only=True)
+        assert not dry["stored"].any() and s.stats()["delta_pairs"] == 0
+        # Split into two calls, the second as an Arrow array: the same answers.
+        first = s.ingest(ids[:123], texts[:123], verify=0.9)
+        import pyarrow as pa
+
+        second = s.ingest(pa.array(ids[123:]), pa.array(texts[123:]), verify=0.9)
+        got = {ids[i]: m for i, m in enumerate(first["matched"] + second["matched"]) if m is not None}
+        assert got == planted
+        assert dry["matched"] == first["matched"] + second["matched"]
+        dup = np.concatenate([first["duplicate"], second["duplicate"]])
+        assert dup.sum() == len(planted) and np.all(np.concatenate([first["similarity"], second["similarity"]])[dup] >= 0.9)
+        assert s.stats()["delta_pairs"] == 300 - len(planted)
+        # Checked again: every stored page is its own duplicate.
+        again = s.ingest(ids, texts, verify=0.9, check_only=True)
+        assert all(m is not None for m in again["matched"])
+    # Reopened with another recipe setting: refused; numeric ids work too.
+    with pytest.raises(simdex.InvalidArgument):
+        simdex.Store(path, documents=True, shingle=3)
+    with simdex.Store(tmp_path / "n", create=True, documents=True, learn_from=texts) as s:
+        assert s.recipe["weights"] == "idf"
+        r = s.ingest(np.arange(len(texts), dtype=np.uint64), texts)
+        # Fingerprints alone at the default k = 3: most planted copies, named by number.
+        hits = [(i, m) for i, m in enumerate(r["matched"]) if m is not None]
+        assert len(hits) >= len(planted) // 2 and all(m == i - 1 for i, m in hits)
+    with simdex.Store(tmp_path / "raw", create=True) as s, pytest.raises(simdex.InvalidArgument):
+        s.ingest([1], ["a b c"])

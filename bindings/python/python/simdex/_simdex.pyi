@@ -1,6 +1,7 @@
 """Type stubs of the compiled module simdex._simdex (re-exported by simdex)."""
 
 from os import PathLike
+from collections.abc import Sequence
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -148,9 +149,21 @@ class Store:
         mem_bytes: int = 1 << 30,
         read_only: bool = False,
         populate: bool = False,
+        documents: bool = False,
+        html: bool | None = None,
+        shingle: int | None = None,
+        learn_from: _Texts | None = None,
     ) -> None:
         """Open the store at ``path``, creating it first if ``create`` and it does not exist
         (a new store gets k 3, design auto, codec h-delta and block size auto unless given).
+
+        **Document stores.** With ``documents=True`` a new store is created with a *recipe*
+        (how documents become fingerprints: ``shingle`` words per feature, default 2; ``html``
+        pages or plain text; count weights, or IDF learned from the texts ``learn_from``, then
+        frozen) and keeps per document a 128-byte sketch and its id for :meth:`ingest`. Use
+        ``k=7`` for verified ingest (near-duplicates at Jaccard 0.95 lie up to 7 bits apart on
+        template-heavy pages). Opening an existing document store with ``shingle`` or ``html``
+        other than its recipe's raises InvalidArgument.
         ``k``, ``design``, ``codec`` and ``block_size`` given for a store that exists must match
         it (InvalidArgument otherwise: they are never silently ignored). ``sync`` is
         ``"per-write"``, ``"group:<ms>"`` or ``"manual"``; ``populate=True`` maps every table
@@ -169,6 +182,35 @@ class Store:
         """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``. ``ids``
         may be int64 if none is negative. Ctrl-C stops a long call between steps of 65 536
         pairs (KeyboardInterrupt); the steps before it stay applied."""
+    def ingest(
+        self,
+        ids: _U64 | Sequence[int] | Sequence[str] | Any,
+        texts: _Texts,
+        *,
+        verify: float | None = None,
+        k: int | None = None,
+        check_only: bool = False,
+        threads: int | None = None,
+    ) -> dict[str, Any]:
+        """Check each document against everything stored before it — including the earlier
+        documents of this call — and store the new ones (a document store only). The answers
+        are those of feeding the documents one by one, however the input is split into calls.
+
+        ``ids``: a uint64/int64 array or list of ints, or strings (a list, or an Arrow string
+        array: URLs, dataset keys), returned in answers. ``texts``: str sequence or Arrow
+        strings. A duplicate is a stored document whose fingerprint is within ``k`` (default:
+        the store's k) and, with ``verify=T``, whose estimated word 3-shingle Jaccard (from
+        the stored sketches) is at least T. ``check_only=True`` stores nothing.
+
+        Returns ``{"duplicate": bool[n], "matched": list (the most similar stored document's
+        id, or None), "similarity": float64[n] (NaN if none), "distance": int32[n] (-1 if
+        none), "stored": bool[n]}``. Documents without words are neither duplicates nor
+        stored. The GIL is released; Ctrl-C stops between steps of 4096 documents (the steps
+        before it stay stored)."""
+    @property
+    def recipe(self) -> dict[str, Any] | None:
+        """A document store's recipe (``shingle``, ``html``, ``weights``, ``sketch_bins``,
+        ``sketch_bits``); None for a store of raw fingerprints."""
     def delete(self, ids: _U64) -> None:
         """Delete every pair of each document id (Ctrl-C as for :meth:`insert`)."""
     def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32, _U64]:
