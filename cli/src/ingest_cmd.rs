@@ -55,7 +55,7 @@ pub struct IngestArgs {
     /// a chunk at a time as it is stored, if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Log sync policy: per-write (the default: every chunk of 4096 documents is durable
+    /// Log sync policy: per-write (the default: every batch of 32768 documents is durable
     /// before its lines are written), group:<ms> or manual.
     #[arg(long, default_value = "per-write", value_parser = crate::store_cmd::parse_sync)]
     pub sync: SyncPolicy,
@@ -66,6 +66,9 @@ pub struct IngestArgs {
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// Documents per call of `Store::ingest` (eight of its groups of 4096).
+const BATCH: usize = 1 << 15;
 
 /// The k of a new document store created to verify (and to not verify).
 pub const DEFAULT_K: (u32, u32) = (7, 3);
@@ -153,26 +156,44 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         Weights::Auto if a.verify.is_some() => 1,
         _ => a.learn.max(1),
     };
-    let mut body = |w: &mut dyn Write| -> Result<(u64, u64)> {
-        read_docs(&docs, |chunk| {
-            if let Some(s) = &store {
-                return run(w, s, &chunk);
-            }
-            learning.extend(chunk);
-            if learning.len() < learn {
-                return Ok(());
-            }
-            let s = create(&a, &opts, &learning)?;
-            run(w, &s, &std::mem::take(&mut learning))?;
-            store = Some(s);
-            Ok(())
-        })
-        .and_then(|counts| {
+    // Documents are checked a batch at a time: the library hashes one group of 4096 while it
+    // checks and writes the one before, so a batch of several groups keeps both cores busy.
+    let body = |w: &mut dyn Write| -> Result<(u64, u64)> {
+        // The input is read and parsed on a thread of its own, a few chunks ahead.
+        std::thread::scope(|sc| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(4);
+            let reader = sc.spawn(move || {
+                read_docs(&docs, |chunk| {
+                    tx.send(chunk)
+                        .map_err(|_| Error::InvalidArgument("ingest stopped".into()))
+                })
+            });
+            let checked = || -> Result<()> {
+                for chunk in rx {
+                    learning.extend(chunk);
+                    if store.is_none() && learning.len() >= learn {
+                        store = Some(create(&a, &opts, &learning)?);
+                    }
+                    if let Some(s) = &store
+                        && learning.len() >= BATCH
+                    {
+                        run(w, s, &std::mem::take(&mut learning))?;
+                    }
+                }
+                Ok(())
+            };
+            let checked = checked();
+            let counts = reader
+                .join()
+                .unwrap_or_else(|_| Err(Error::InvalidArgument("the input reader failed".into())));
+            checked?;
+            let counts = counts?;
             if store.is_none() {
                 // The whole input fit in the learning sample.
-                let s = create(&a, &opts, &learning)?;
-                run(w, &s, &learning)?;
-                store = Some(s);
+                store = Some(create(&a, &opts, &learning)?);
+            }
+            if let Some(s) = &store {
+                run(w, s, &learning)?;
             }
             Ok(counts)
         })

@@ -85,8 +85,9 @@ pub(crate) fn each_probe(probers: &[Prober], fp: u64, mut f: impl FnMut(Probe) -
 /// Anything laid out like an index's tables (same design, same permutations): the tables
 /// themselves, or a store's in-memory delta. One probe loop serves both.
 pub(crate) trait ProbeSource {
-    /// Call `f` on every permuted key of table `t` in `lo..=hi`, ascending, until it returns
-    /// false; whether the scan ran to the end. Adds the blocks and keys decoded to `work`.
+    /// Call `f` on every permuted key of table `t` in `lo..=hi` until it returns false (the
+    /// tables go in ascending order, a store's delta in none); whether the scan ran to the end.
+    /// Adds the blocks and keys decoded to `work`.
     fn visit(
         &self,
         t: usize,

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use super::buckets::Buckets;
 use super::docs::DocMeta;
 
 use crate::permutation::Permutation;
@@ -27,8 +28,9 @@ pub struct Layer {
     /// Ids deleted in this layer: they hide older layers' and the generation's pairs.
     deleted: HashSet<u64>,
     /// Per table: the permuted fingerprints present in `added`.
-    permuted: Vec<BTreeSet<u64>>,
-    perms: Vec<Permutation>,
+    permuted: Vec<Buckets>,
+    /// Per table: its permutation and probe prefix bits.
+    tables: Vec<(Permutation, u32)>,
     /// Operations applied (records of inserts and deletes), for the delta bound.
     ops: u64,
     /// Documents put in this layer (and not deleted since), by id.
@@ -36,14 +38,14 @@ pub struct Layer {
 }
 
 impl Layer {
-    /// An empty layer for tables with these permutations.
-    pub fn new(perms: Vec<Permutation>) -> Layer {
+    /// An empty layer for tables with these permutations and probe prefix bits.
+    pub fn new(tables: Vec<(Permutation, u32)>) -> Layer {
         Layer {
             added: BTreeSet::new(),
             by_id: BTreeSet::new(),
             deleted: HashSet::new(),
-            permuted: vec![BTreeSet::new(); perms.len()],
-            perms,
+            permuted: tables.iter().map(|&(_, p)| Buckets::new(p)).collect(),
+            tables,
             ops: 0,
             docs: HashMap::new(),
         }
@@ -51,7 +53,7 @@ impl Layer {
 
     /// An empty layer with the same tables.
     pub fn empty_like(&self) -> Layer {
-        Layer::new(self.perms.clone())
+        Layer::new(self.tables.clone())
     }
 
     /// Add a pair.
@@ -62,7 +64,7 @@ impl Layer {
         }
         self.by_id.insert((id, fp));
         if self.ids_in_layer(fp).nth(1).is_none() {
-            for (set, p) in self.permuted.iter_mut().zip(&self.perms) {
+            for (set, (p, _)) in self.permuted.iter_mut().zip(&self.tables) {
                 set.insert(p.apply(fp));
             }
         }
@@ -80,8 +82,8 @@ impl Layer {
             self.by_id.remove(&(id, fp));
             self.added.remove(&(fp, id));
             if self.ids_in_layer(fp).next().is_none() {
-                for (set, p) in self.permuted.iter_mut().zip(&self.perms) {
-                    set.remove(&p.apply(fp));
+                for (set, (p, _)) in self.permuted.iter_mut().zip(&self.tables) {
+                    set.remove(p.apply(fp));
                 }
             }
         }
@@ -137,9 +139,9 @@ impl Layer {
         !self.deleted.is_empty()
     }
 
-    /// Permuted fingerprints of table `t` in `lo..=hi`.
+    /// Permuted fingerprints of table `t` in `lo..=hi`, in no particular order.
     pub fn permuted_range(&self, t: usize, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
-        self.permuted[t].range(lo..=hi).copied()
+        self.permuted[t].range(lo, hi)
     }
 
     /// Pairs inserted, ascending.

@@ -319,8 +319,13 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         self.header.sketch_bytes as usize
     }
 
-    /// Decode block `i`, calling `f(id, doc)` per entry until it returns false.
-    fn decode_block(&self, i: usize, mut f: impl FnMut(u64, DocMeta) -> bool) -> Result<bool> {
+    /// Decode block `i`, calling `f(id, sketch, key)` per entry until it returns false (nothing
+    /// is allocated for the entries passed over).
+    fn decode_block(
+        &self,
+        i: usize,
+        mut f: impl FnMut(u64, &[u8], Option<&str>) -> bool,
+    ) -> Result<bool> {
         let bs = self.header.block_size as usize;
         let off = HEADER_LEN + i * bs;
         let blk = &self.data.as_ref()[off..off + bs];
@@ -360,14 +365,10 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                         .get(pos..pos + (t - 1) as usize)
                         .ok_or_else(|| bad("a truncated key"))?;
                     pos += k.len();
-                    Some(std::str::from_utf8(k).map_err(|_| bad("a key not UTF-8"))?.into())
+                    Some(std::str::from_utf8(k).map_err(|_| bad("a key not UTF-8"))?)
                 }
             };
-            let doc = DocMeta {
-                key,
-                sketch: sketch.into(),
-            };
-            if !f(id, doc) {
+            if !f(id, sketch, key) {
                 return Ok(false);
             }
         }
@@ -387,9 +388,9 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             return Ok(None);
         }
         let mut out = None;
-        self.decode_block(j - 1, |i, d| {
+        self.decode_block(j - 1, |i, sketch, key| {
             if i == id {
-                out = Some(d);
+                out = Some(meta(sketch, key));
             }
             i < id
         })?;
@@ -413,8 +414,8 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                     return None;
                 }
                 let mut v = Vec::new();
-                let r = self.decode_block(block, |i, d| {
-                    v.push((i, d));
+                let r = self.decode_block(block, |i, sketch, key| {
+                    v.push((i, meta(sketch, key)));
                     true
                 });
                 block += 1;
@@ -446,6 +447,13 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             ));
         }
         Ok(())
+    }
+}
+
+fn meta(sketch: &[u8], key: Option<&str>) -> DocMeta {
+    DocMeta {
+        key: key.map(Arc::from),
+        sketch: sketch.into(),
     }
 }
 

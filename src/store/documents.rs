@@ -238,64 +238,92 @@ impl Store {
                 )));
             }
         }
+        // Chunk j + 1 is hashed (which needs nothing from the store) while chunk j is checked
+        // and written: the writes are sequential, and the second core would idle meanwhile.
+        let hash = |c: &[Document<'_>]| -> Vec<Hashed> {
+            c.par_iter().map(|d| recipe.hash(d.text)).collect()
+        };
+        let chunks: Vec<&[Document<'_>]> = docs.chunks(CHUNK).collect();
         let mut scratch = Scratch::new(perms_of(&self.generation()));
         let mut out = Vec::with_capacity(docs.len());
-        for chunk in docs.chunks(CHUNK) {
+        let mut hashed = chunks.first().map(|c| hash(c));
+        for (j, chunk) in chunks.iter().enumerate() {
             if store {
                 scratch = Scratch::new(perms_of(&self.generation()));
             }
-            let hashed: Vec<Hashed> = chunk.par_iter().map(|d| recipe.hash(d.text)).collect();
-            let shape = recipe.sketch_shape();
-            let found: Vec<Vec<Candidate>> = hashed
-                .par_iter()
-                .map(|h| match h.fingerprint {
-                    Some(fp) => self.candidates(fp, &h.sketch, k, opts.verify, shape),
-                    None => Ok(Vec::new()),
-                })
-                .collect::<Result<_>>()?;
-            let mut puts: Vec<(u64, u64, DocMeta)> = Vec::new();
-            let mut pending: HashMap<u64, DocId> = HashMap::new();
-            let mut replaced: HashSet<u64> = HashSet::new();
-            for ((d, h), cands) in chunk.iter().zip(hashed).zip(found) {
-                let Some(fp) = h.fingerprint else {
-                    out.push(Verdict::Empty);
-                    continue;
-                };
-                let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
-                let from_call = scratch.best(self, fp, &h.sketch, k, opts.verify, shape)?;
-                let best = [from_store, from_call].into_iter().flatten().min_by(better);
-                if let Some((similarity, distance, _, id)) = best {
-                    out.push(Verdict::Duplicate {
-                        id,
-                        similarity,
-                        distance,
-                    });
-                    continue;
-                }
-                out.push(Verdict::New);
-                let (n, exists) = self.place(d.id, &pending)?;
-                if exists {
-                    replaced.insert(n);
-                }
-                let meta = DocMeta {
-                    key: match d.id {
-                        DocId::Key(k) => Some(Arc::clone(k)),
-                        DocId::Num(_) => None,
-                    },
-                    sketch: h.sketch.into(),
-                };
-                check_meta(&meta, shape.bytes())?;
-                pending.insert(n, d.id.clone());
-                scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
-                puts.push((fp, n, meta));
+            let this = hashed.take().unwrap_or_default();
+            let (next, verdicts) = rayon::join(
+                || chunks.get(j + 1).map(|c| hash(c)),
+                || self.check_chunk(chunk, this, &mut scratch, k, opts.verify, store),
+            );
+            out.extend(verdicts?);
+            hashed = next;
+        }
+        Ok(out)
+    }
+
+    /// The verdicts of one chunk (hashed), given the earlier new documents of the call in
+    /// `scratch`; the new ones are added to it and, if `store`, put.
+    fn check_chunk(
+        &self,
+        chunk: &[Document<'_>],
+        hashed: Vec<Hashed>,
+        scratch: &mut Scratch,
+        k: u32,
+        verify: Option<f64>,
+        store: bool,
+    ) -> Result<Vec<Verdict>> {
+        let shape = self.need_recipe()?.sketch_shape();
+        let found: Vec<Vec<Candidate>> = hashed
+            .par_iter()
+            .map(|h| match h.fingerprint {
+                Some(fp) => self.candidates(fp, &h.sketch, k, verify, shape),
+                None => Ok(Vec::new()),
+            })
+            .collect::<Result<_>>()?;
+        let mut out = Vec::with_capacity(chunk.len());
+        let mut puts: Vec<(u64, u64, DocMeta)> = Vec::new();
+        let mut pending: HashMap<u64, DocId> = HashMap::new();
+        let mut replaced: HashSet<u64> = HashSet::new();
+        for ((d, h), cands) in chunk.iter().zip(hashed).zip(found) {
+            let Some(fp) = h.fingerprint else {
+                out.push(Verdict::Empty);
+                continue;
+            };
+            let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
+            let from_call = scratch.best(self, fp, &h.sketch, k, verify, shape)?;
+            let best = [from_store, from_call].into_iter().flatten().min_by(better);
+            if let Some((similarity, distance, _, id)) = best {
+                out.push(Verdict::Duplicate {
+                    id,
+                    similarity,
+                    distance,
+                });
+                continue;
             }
-            if store && !puts.is_empty() {
-                let recs: Vec<Record> = puts
-                    .chunks(MAX_PAIRS_PER_RECORD)
-                    .map(|c| Record::Docs(c.to_vec()))
-                    .collect();
-                self.write(recs.into_iter())?;
+            out.push(Verdict::New);
+            let (n, exists) = self.place(d.id, &pending)?;
+            if exists {
+                replaced.insert(n);
             }
+            let meta = DocMeta {
+                key: match d.id {
+                    DocId::Key(k) => Some(Arc::clone(k)),
+                    DocId::Num(_) => None,
+                },
+                sketch: h.sketch.into(),
+            };
+            check_meta(&meta, shape.bytes())?;
+            pending.insert(n, d.id.clone());
+            scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
+            puts.push((fp, n, meta));
+        }
+        if store && !puts.is_empty() {
+            let recs: Vec<Record> = puts
+                .chunks(MAX_PAIRS_PER_RECORD)
+                .map(|c| Record::Docs(c.to_vec()))
+                .collect();
+            self.write(recs.into_iter())?;
         }
         Ok(out)
     }
@@ -349,7 +377,7 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(perms: Vec<crate::Permutation>) -> Scratch {
+    fn new(perms: Vec<(crate::Permutation, u32)>) -> Scratch {
         Scratch {
             layer: Layer::new(perms),
             docs: Vec::new(),

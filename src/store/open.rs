@@ -340,12 +340,13 @@ impl Store {
     }
 }
 
-pub(crate) fn perms_of(g: &Generation) -> Vec<crate::Permutation> {
+/// Each design table's permutation and probe prefix bits: what a delta layer is laid out by.
+pub(crate) fn perms_of(g: &Generation) -> Vec<(crate::Permutation, u32)> {
     g.index()
         .design()
         .tables()
         .iter()
-        .map(|t| t.permutation.clone())
+        .map(|t| (t.permutation.clone(), t.prefix_bits))
         .collect()
 }
 
