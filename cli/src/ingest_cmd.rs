@@ -43,6 +43,10 @@ pub struct IngestArgs {
     /// apart on template-heavy pages) and 3 without (BENCHMARKS.md, "Documents in the store").
     #[arg(long)]
     pub k: Option<u32>,
+    /// When creating: the documents the store is expected to grow to, for its table design
+    /// (`simdex rebuild` changes the design later).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub expected: u64,
     /// When creating: feature weights of the recipe. auto = count with --verify (the widest
     /// net for verification), else idf; idf is learned from the first --learn documents.
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
@@ -258,6 +262,7 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
         &a.dir,
         &CreateOptions::default()
             .with_k(k)
+            .with_expected_keys(a.expected)
             .with_recipe(Some(recipe.clone())),
     )?;
     if !a.quiet {

@@ -165,6 +165,34 @@ pub(crate) fn features_and_set(text: &str, n: usize, m: usize) -> (Vec<(u64, u64
     })
 }
 
+/// [`shingle_features`] with shingle size `n`, and the hashes of the text's `m`-shingles in
+/// text order, repeats included (for a sketch, which needs no counts and no order), from one
+/// tokenizing.
+pub(crate) fn features_and_shingles(text: &str, n: usize, m: usize) -> (Vec<(u64, u64)>, Vec<u64>) {
+    with_tokens(text, |toks, counts| {
+        let feats = features_of(toks, counts, n);
+        let mut hashes = Vec::with_capacity(toks.len());
+        each_shingle(toks, m, |h| hashes.push(h));
+        (feats, hashes)
+    })
+}
+
+/// Call `f` with the hash of each n-shingle of tokenized text, in order (one shingle of every
+/// token when there are fewer than n, none for no tokens).
+fn each_shingle(toks: &tokens::Tokenized, n: usize, mut f: impl FnMut(u64)) {
+    let n = n.max(1);
+    let m = toks.len();
+    if m < n {
+        if m > 0 {
+            f(feature_hash(toks.joined(0, m)));
+        }
+    } else {
+        for i in 0..=m - n {
+            f(feature_hash(toks.joined(i, i + n)));
+        }
+    }
+}
+
 thread_local! {
     // A thread's tokenizing buffers and count table, reused: no allocation per token or per
     // shingle (measured: allocation was a third of hashing's time).
@@ -189,28 +217,16 @@ fn features_of(
     counts: &mut HashMap<u64, u64, BuildIdentity>,
     n: usize,
 ) -> Vec<(u64, u64)> {
-    let n = n.max(1);
     // Keys are already xxh3 hashes: no need to hash them again.
     counts.clear();
     let mut order = Vec::with_capacity(toks.len());
-    let mut add = |feature: &str| {
-        let h = feature_hash(feature);
+    each_shingle(toks, n, |h| {
         let c = counts.entry(h).or_insert(0);
         if *c == 0 {
             order.push(h);
         }
         *c += 1;
-    };
-    let m = toks.len();
-    if m < n {
-        if m > 0 {
-            add(toks.joined(0, m));
-        }
-    } else {
-        for i in 0..=m - n {
-            add(toks.joined(i, i + n));
-        }
-    }
+    });
     order.into_iter().map(|h| (h, counts[&h])).collect()
 }
 

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::dedup::sketch::SketchShape;
-use crate::dedup::verify::{Tokens, hash_and_set};
+use crate::dedup::verify::TRUTH_SHINGLE;
 use crate::error::{Error, Result};
 use crate::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
@@ -160,13 +160,15 @@ impl Recipe {
         text.into()
     }
 
-    /// A document's fingerprint and sketch, from one tokenizing.
+    /// A document's fingerprint and sketch (of its word 3-shingle set, as
+    /// [`crate::dedup::verify::shingle_set`] gives it), from one tokenizing.
     pub fn hash(&self, text: &str) -> Hashed {
         let text = self.visible(text);
-        let (fingerprint, set) = hash_and_set(&self.hasher, &text, Tokens::Unicode);
+        let (feats, shingles) =
+            crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE);
         Hashed {
-            fingerprint,
-            sketch: self.sketch.sketch(&set),
+            fingerprint: self.hasher.try_hash_features(feats),
+            sketch: self.sketch.sketch(&shingles),
         }
     }
 
@@ -322,5 +324,26 @@ mod tests {
         assert!(a.fingerprint.is_some());
         assert_eq!(plain.hash("").fingerprint, None);
         assert_ne!(b.sketch.len(), a.sketch.len());
+    }
+
+    /// The sketch is that of the word 3-shingle set verification uses, for any text.
+    #[test]
+    fn sketches_are_of_the_verification_set() {
+        let r = Recipe::new(2, false, SketchShape::default(), None).unwrap();
+        for text in [
+            "",
+            "one",
+            "two words",
+            "a b c a b c a b c d",
+            "東京都の天気は晴れです。明日も晴れるでしょう",
+            "The Quick, brown fox -- jumps over the LAZY dog; the quick brown fox!",
+        ] {
+            let set = crate::dedup::verify::shingle_set(text, 3);
+            assert_eq!(r.hash(text).sketch, r.sketch.sketch(&set), "{text:?}");
+            let want = Simhasher::new(SimhashOptions::default())
+                .unwrap()
+                .try_hash_text(text);
+            assert_eq!(r.hash(text).fingerprint, want, "{text:?}");
+        }
     }
 }
