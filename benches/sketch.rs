@@ -27,7 +27,7 @@ fn pair(n: usize, frac: f64, s: &mut u64) -> (Vec<u64>, Vec<u64>) {
 fn main() {
     let t = 0.9;
     let shapes = [(128, 4), (256, 4), (128, 8), (512, 2), (256, 8)];
-    let bands = [
+    let bands: [(f64, f64); 6] = [
         (0.70, 0.80),
         (0.80, 0.85),
         (0.85, 0.88),
@@ -76,7 +76,7 @@ fn main() {
         "\nbytes per document: a sketch is fixed; an exact set of n shingles as sorted 32-bit"
     );
     println!("hashes in Elias-Fano takes about n × (2 + log2(2^32 / n)) bits:\n");
-    println!("| shingles | exact set (EF) | 256×4 sketch |");
+    println!("| shingles | exact set (EF) | 128-byte sketch |");
     println!("|---:|---:|---:|");
     for n in [50u64, 200, 1000, 5000] {
         let bits = n as f64 * (2.0 + (4_294_967_296.0 / n as f64).log2());

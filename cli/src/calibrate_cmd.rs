@@ -158,7 +158,10 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         })
         .collect();
     for (n, with_idf) in variants {
-        let weights = if with_idf {
+        let weights = if let Some(file) = a.docs.idf_file(n)?.filter(|_| with_idf) {
+            // `--idf FILE`: its weights, not the corpus's.
+            Some(file)
+        } else if with_idf {
             let plain =
                 Simhasher::new(SimhashOptions::default().with_shingle(n).with_weights(None))?;
             // The corpus's IDF sample (format-spec/simhash.md), as `dedup` learns it.

@@ -140,23 +140,25 @@ impl DocArgs {
         Ok(t)
     }
 
+    /// The weights of `--idf FILE`, if given; an error unless they are of `shingle`-shingles.
+    pub fn idf_file(&self, shingle: usize) -> Result<Option<Arc<IdfTable>>> {
+        let Some(p) = &self.idf else { return Ok(None) };
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io(p.clone(), "read", e))?;
+        let t = IdfTable::decode(&text).map_err(|e| e.with_path(p))?;
+        if t.shingle() != shingle {
+            return Err(Error::InvalidArgument(format!(
+                "{} was learned with --shingle {}, not {shingle}",
+                p.display(),
+                t.shingle(),
+            )));
+        }
+        Ok(Some(Arc::new(t)))
+    }
+
     fn hasher(&self) -> Result<Simhasher> {
-        let weights = match &self.idf {
+        let weights = match self.idf_file(self.shingle)? {
             None => self.corpus_idf.clone(),
-            Some(p) => {
-                let text =
-                    std::fs::read_to_string(p).map_err(|e| Error::io(p.clone(), "read", e))?;
-                let t = IdfTable::decode(&text).map_err(|e| e.with_path(p))?;
-                if t.shingle() != self.shingle {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} was learned with --shingle {}, not {}",
-                        p.display(),
-                        t.shingle(),
-                        self.shingle
-                    )));
-                }
-                Some(Arc::new(t))
-            }
+            file => file,
         };
         Simhasher::new(
             SimhashOptions::default()

@@ -923,3 +923,69 @@ fn query_timing_reports_library_time_and_work_per_query() {
     ok(&o);
     assert!(o.stderr.is_empty());
 }
+
+/// `calibrate --idf FILE` uses the file's weights (it used to learn from the corpus and ignore
+/// the file); a table of another shingle size is an error.
+#[test]
+fn calibrate_uses_the_idf_file_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs: String = (0..60)
+        .map(|i| {
+            let body: Vec<String> = (0..40)
+                .map(|j| format!("w{}", (i * 7 + j * 13) % 97))
+                .collect();
+            format!(
+                "{{\"id\": {i}, \"text\": \"shared header words {}\"}}\n",
+                body.join(" ")
+            )
+        })
+        .collect();
+    std::fs::write(d.join("c.jsonl"), &docs).unwrap();
+    std::fs::write(d.join("one.jsonl"), docs.lines().next().unwrap()).unwrap();
+    ok(&simdex(
+        &["idf", "--jsonl", "one.jsonl", "--out", "one.idf", "--quiet"],
+        None,
+        d,
+    ));
+    ok(&simdex(
+        &[
+            "idf",
+            "--jsonl",
+            "c.jsonl",
+            "--shingle",
+            "3",
+            "--out",
+            "three.idf",
+            "--quiet",
+        ],
+        None,
+        d,
+    ));
+    let args = [
+        "calibrate",
+        "--jsonl",
+        "c.jsonl",
+        "--shingles",
+        "2",
+        "--weights",
+        "idf",
+        "--threshold",
+        "0.3",
+        "--quiet",
+    ];
+    let learned = ok(&simdex(&args, None, d));
+    let given = ok(&simdex(
+        &[&args[..], &["--idf", "one.idf"]].concat(),
+        None,
+        d,
+    ));
+    assert_ne!(
+        learned, given,
+        "a table learned from one document weighs like none"
+    );
+    fails(
+        &simdex(&[&args[..], &["--idf", "three.idf"]].concat(), None, d),
+        "--shingle 3",
+    );
+}

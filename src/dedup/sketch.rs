@@ -15,9 +15,11 @@
 //!
 //! For a set smaller than the number of bins, almost every element has a bin of its own, so the
 //! estimate is the exact Jaccard up to value collisions; for larger sets it is a sample of `bins`
-//! elements of the union, standard deviation about `√(J(1 − J)/bins)` inflated by `1/(1 − c)`:
-//! 0.020 at J = 0.9 with the default 256 bins of 4 bits, 128 bytes (BENCHMARKS.md measures the
-//! decisions against exact Jaccard). Specified in format-spec/store.md ("Sketches").
+//! elements of the union, standard deviation about `√(P(1 − P)/bins)/(1 − c)` with
+//! `P = J + (1 − J)c`: 0.013 at J = 0.9 with the default 512 bins of 2 bits, 128 bytes (short
+//! values lose little where similarity is high, and buy twice the bins of 4-bit ones;
+//! BENCHMARKS.md measures the decisions against exact Jaccard). Specified in
+//! format-spec/store.md ("Sketches").
 
 use crate::error::{Error, Result};
 
@@ -30,9 +32,11 @@ pub struct SketchShape {
 }
 
 impl Default for SketchShape {
-    /// 256 bins of 4 bits (128 bytes), chosen in BENCHMARKS.md ("Sketches").
+    /// 512 bins of 2 bits (128 bytes): of the 128-byte shapes measured, the fewest decisions
+    /// at T = 0.9 that differ from exact Jaccard's (`cargo bench --bench sketch`; BENCHMARKS.md,
+    /// "Documents in the store").
     fn default() -> Self {
-        SketchShape { bins: 256, bits: 4 }
+        SketchShape { bins: 512, bits: 2 }
     }
 }
 

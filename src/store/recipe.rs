@@ -15,7 +15,7 @@
 //! simhash 1
 //! shingle 2
 //! input text                       (or: input html 1)
-//! sketch 256 4                     (bins, bits per bin; of word 3-shingles, Unicode words)
+//! sketch 512 2                     (bins, bits per bin; of word 3-shingles, Unicode words)
 //! weights idf                      (or: weights count)
 //! simdex-idf 1 shingle=2 docs=N    (with idf: the table, as `simdex idf` writes it)
 //! ...

@@ -376,7 +376,7 @@ def test_document_store_ingest(tmp_path: Path) -> None:
         ids.append(f"https://x.org/{i}")
     path = tmp_path / "docs"
     with simdex.Store(path, create=True, documents=True, k=7, sync="manual") as s:
-        assert s.recipe == {"shingle": 2, "html": False, "weights": "count", "sketch_bins": 256, "sketch_bits": 4}
+        assert s.recipe == {"shingle": 2, "html": False, "weights": "count", "sketch_bins": 512, "sketch_bits": 2}
         dry = s.ingest(ids, texts, verify=0.9, check_only=True)
         assert not dry["stored"].any() and s.stats()["delta_pairs"] == 0
         # Split into two calls, the second as an Arrow array: the same answers.
