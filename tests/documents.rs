@@ -251,6 +251,40 @@ fn documents_persist_and_are_replaced_and_deleted() {
     store.compact().unwrap();
     assert_eq!(store.generation().docs_count(), 0);
     store.verify().unwrap();
+    // Two copies in one call: the second is a duplicate of the first, unless compared with the
+    // store only.
+    let (a, b) = (DocId::Num(1), DocId::Num(2));
+    let twice = [
+        Document {
+            id: &a,
+            text: other,
+        },
+        Document {
+            id: &b,
+            text: other,
+        },
+    ];
+    let fresh = "twice the same words that nothing stored resembles at all, here";
+    let twice_fresh = [
+        Document {
+            id: &a,
+            text: fresh,
+        },
+        Document {
+            id: &b,
+            text: fresh,
+        },
+    ];
+    let v = store
+        .check_documents(&twice_fresh, &IngestOptions::default())
+        .unwrap();
+    assert!(v[0] == Verdict::New && matches!(&v[1], Verdict::Duplicate { id, .. } if *id == a));
+    let only = IngestOptions::default().with_store_only(true);
+    assert_eq!(
+        store.check_documents(&twice_fresh, &only).unwrap(),
+        vec![Verdict::New; 2]
+    );
+    drop(twice);
     // Empty documents are nobody's duplicate and are not stored.
     let e = DocId::Num(5);
     let v = store

@@ -70,6 +70,10 @@ pub struct IngestOptions {
     /// Verification: a candidate is a duplicate only if its estimated Jaccard similarity of
     /// word 3-shingles is at least this (`None`: every candidate is).
     pub verify: Option<f64>,
+    /// Compare each document with the stored ones only, not with the earlier new documents of
+    /// the same call (for callers that dedup the batch themselves, such as the Spark job's
+    /// partitions, whose order is arbitrary).
+    pub store_only: bool,
 }
 
 impl IngestOptions {
@@ -81,6 +85,11 @@ impl IngestOptions {
     /// Verify candidates: estimated Jaccard at least `t` (0..=1).
     pub fn with_verify(mut self, t: Option<f64>) -> Self {
         self.verify = t;
+        self
+    }
+    /// Compare with the stored documents only (see [`IngestOptions::store_only`]).
+    pub fn with_store_only(mut self, store_only: bool) -> Self {
+        self.store_only = store_only;
         self
     }
 }
@@ -254,7 +263,7 @@ impl Store {
             let this = hashed.take().unwrap_or_default();
             let (next, verdicts) = rayon::join(
                 || chunks.get(j + 1).map(|c| hash(c)),
-                || self.check_chunk(chunk, this, &mut scratch, k, opts.verify, store),
+                || self.check_chunk(chunk, this, &mut scratch, k, opts, store),
             );
             out.extend(verdicts?);
             hashed = next;
@@ -270,9 +279,10 @@ impl Store {
         hashed: Vec<Hashed>,
         scratch: &mut Scratch,
         k: u32,
-        verify: Option<f64>,
+        opts: &IngestOptions,
         store: bool,
     ) -> Result<Vec<Verdict>> {
+        let verify = opts.verify;
         let shape = self.need_recipe()?.sketch_shape();
         let found: Vec<Vec<Candidate>> = hashed
             .par_iter()
@@ -291,7 +301,10 @@ impl Store {
                 continue;
             };
             let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
-            let from_call = scratch.best(self, fp, &h.sketch, k, verify, shape)?;
+            let from_call = match opts.store_only {
+                true => None,
+                false => scratch.best(self, fp, &h.sketch, k, verify, shape)?,
+            };
             let best = [from_store, from_call].into_iter().flatten().min_by(better);
             if let Some((similarity, distance, _, id)) = best {
                 out.push(Verdict::Duplicate {
@@ -302,6 +315,9 @@ impl Store {
                 continue;
             }
             out.push(Verdict::New);
+            if opts.store_only && !store {
+                continue; // nothing later in the call looks at it
+            }
             let (n, exists) = self.place(d.id, &pending)?;
             if exists {
                 replaced.insert(n);

@@ -239,7 +239,7 @@ impl PyStore {
 
     /// Check documents against everything stored before each (including earlier documents of
     /// the call) and store the new ones (see the stubs).
-    #[pyo3(signature = (ids, texts, *, verify=None, k=None, check_only=false, threads=None))]
+    #[pyo3(signature = (ids, texts, *, verify=None, k=None, check_only=false, store_only=false, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn ingest<'py>(
         &self,
@@ -249,6 +249,7 @@ impl PyStore {
         verify: Option<f64>,
         k: Option<Distance>,
         check_only: bool,
+        store_only: bool,
         threads: Option<Threads>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let ids: Vec<DocId> = match id_array(ids, "ids") {
@@ -278,7 +279,8 @@ impl PyStore {
         }
         let opts = IngestOptions::default()
             .with_k(k.map(|k| k.0))
-            .with_verify(verify);
+            .with_verify(verify)
+            .with_store_only(store_only);
         let n = ids.len();
         let verdicts = with_store_watched(py, self, threads, n > 4096, move |s, cancel| {
             let mut all = Vec::with_capacity(n);

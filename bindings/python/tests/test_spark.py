@@ -231,6 +231,37 @@ def test_batch_against_a_store(spark, tmp_path: Path) -> None:
     assert {(f"t{i}", 1_000_000 + i) for i in range(20)} <= hits
 
 
+def test_batch_against_a_document_store(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    template = " ".join(f"t{x}" for x in rng.integers(0, 3000, size=300))
+    stored = [template + " " + " ".join(f"w{x}" for x in rng.integers(0, 5000, size=200)) for _ in range(60)]
+    path = tmp_path / "docs"
+    with simdex.Store(path, create=True, documents=True, k=7) as st:
+        st.ingest([f"s{i}" for i in range(60)], stored)
+    batch, want = [], {}
+    for i in range(40):
+        words = stored[i].split()
+        if i % 2 == 0:  # an edited copy of stored page i
+            words[-5] = "changed"
+            want[f"b{i}"] = f"s{i}"
+        else:  # a new page on the same template
+            words = words[:300] + [f"n{x}" for x in rng.integers(0, 5000, size=200)]
+        batch.append((f"b{i}", " ".join(words)))
+    batch.append(("b40", batch[0][1]))  # a copy of another batch row: not stored, not reported
+    df = spark.createDataFrame(batch, "id string, text string").repartition(3)
+    got = ss.batch_against(df, str(path), verify=0.9)
+    rows = got.collect()
+    assert {r.id: r.stored_id for r in rows} == {**want, "b40": "s0"}
+    assert all(r.similarity >= 0.9 for r in rows)
+    # The same answers as the Python package's check against the store alone.
+    with simdex.Store(path, read_only=True) as st:
+        r = st.ingest([b[0] for b in batch], [b[1] for b in batch], verify=0.9, check_only=True, store_only=True)
+    assert {batch[i][0]: m for i, m in enumerate(r["matched"]) if m is not None} == {**want, "b40": "s0"}
+    fps = spark.createDataFrame([(1, 5)], "id long, fp long")
+    with pytest.raises(simdex.InvalidArgument, match="needs a document store"):
+        ss.batch_against(fps, str(path), text_column=None, fingerprint_column="fp", verify=0.9)
+
+
 def test_bad_options_are_refused(spark, jsonl: Path) -> None:
     df = ss.read_corpus(spark, str(jsonl))
     with pytest.raises(simdex.InvalidArgument, match="radius 0"):

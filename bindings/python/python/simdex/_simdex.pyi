@@ -190,6 +190,7 @@ class Store:
         verify: float | None = None,
         k: int | None = None,
         check_only: bool = False,
+        store_only: bool = False,
         threads: int | None = None,
     ) -> dict[str, Any]:
         """Check each document against everything stored before it — including the earlier
@@ -200,7 +201,9 @@ class Store:
         array: URLs, dataset keys), returned in answers. ``texts``: str sequence or Arrow
         strings. A duplicate is a stored document whose fingerprint is within ``k`` (default:
         the store's k) and, with ``verify=T``, whose estimated word 3-shingle Jaccard (from
-        the stored sketches) is at least T. ``check_only=True`` stores nothing.
+        the stored sketches) is at least T. ``check_only=True`` stores nothing;
+        ``store_only=True`` compares with the stored documents alone, not with the earlier
+        documents of the call.
 
         Returns ``{"duplicate": bool[n], "matched": list (the most similar stored document's
         id, or None), "similarity": float64[n] (NaN if none), "distance": int32[n] (-1 if

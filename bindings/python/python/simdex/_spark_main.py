@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--verify-tokens", choices=["unicode", "whitespace"], default="unicode",
                     help="with --verify: how the shingles' words are cut (as simdex dedup)")
     ap.add_argument("--against", metavar="INDEX",
-                    help="check the input against a stored index instead (shards of its tables)")
+                    help="check the input against a stored index instead (shards of its tables); "
+                    "against a document store, each document's most similar stored one, verified "
+                    "by the stored sketches with --verify")
     ap.add_argument("--shards", type=int, help="with --against: tasks (default: parallelism)")
     ap.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     ap.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 found = ss.batch_against(
                     df, a.against, id_column=a.id_column, text_column=text,
                     fingerprint_column=a.fingerprint_column, k=a.k, shingle=a.shingle, idf=idf,
-                    html=a.html, shards=a.shards,
+                    html=a.html, shards=a.shards, verify=a.verify,
                 )
                 if a.overwrite:
                     ss._delete_outputs(session, a.out, ss._OUTPUTS)

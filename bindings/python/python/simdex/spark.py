@@ -502,10 +502,18 @@ def batch_against(
     idf: Idf | None = None,
     html: bool = False,
     shards: int | None = None,
+    verify: float | None = None,
 ) -> Any:
     """Pairs of a new batch (a DataFrame of documents or fingerprints) against a stored index
     or store: ``id, fingerprint, stored, distance`` (fingerprints as longs; a store adds
     ``stored_id``), each pair once, rows without features or with a null id or text left out.
+
+    Against a **document store** (one made by ``simdex ingest`` or ``Store(documents=True)``)
+    with a text column: one row per document of the batch that is a near-duplicate of a stored
+    one, ``id, stored_id, similarity, distance`` — its most similar stored document, hashed with
+    the store's recipe and, with ``verify=T``, verified by the stored sketches (estimated word
+    3-shingle Jaccard >= T). Each document is compared with the store only, so the answer does
+    not depend on the partitioning; dedup the batch itself with :func:`dedup`.
 
     The batch is hashed on the executors (count weights, or ``idf=`` the table the stored
     fingerprints were hashed with). Against an index, its distinct fingerprints are broadcast and
@@ -524,10 +532,19 @@ def batch_against(
         raise InvalidArgument("give exactly one of text_column and fingerprint_column")
     is_store = os.path.exists(os.path.join(index, "CURRENT"))
     # Fail early, on the driver, with the engine's message.
+    recipe = None
     if is_store:
-        Store(index, read_only=True).close()
+        with Store(index, read_only=True) as st:
+            recipe = st.recipe
     else:
         Index.open(index)
+    if recipe is not None and text_column is not None:
+        return _against_documents(df, index, id_column, text_column, k, verify, html)
+    if verify is not None:
+        raise InvalidArgument(
+            "verify= needs a document store (its sketches) and a text column: "
+            f"{index} keeps fingerprints only"
+        )
     rows = df.withColumn("row", F.monotonically_increasing_id())
     if text_column is not None:
         good = rows.where(F.col(id_column).isNotNull() & F.col(text_column).isNotNull())
@@ -586,6 +603,44 @@ def batch_against(
     return out.orderBy("row", "stored").select(
         "id", F.col("fp").alias("fingerprint"), "stored", "distance"
     )
+
+
+def _against_documents(
+    df: Any, store: str, id_column: str, text_column: str, k: int | None,
+    verify: float | None, html: bool,
+) -> Any:
+    """:func:`batch_against` for a document store: each partition checks its documents with
+    ``Store.ingest(check_only=True, store_only=True)``."""
+    from pyspark.sql import functions as F
+
+    import pyarrow as pa
+
+    from . import Store
+
+    spark = df.sparkSession
+    # The recipe decides the hashing; naming another input kind is refused on the driver.
+    Store(store, read_only=True, documents=True, html=html).close()
+    rows = df.where(F.col(id_column).isNotNull() & F.col(text_column).isNotNull())
+    src = rows.select(F.col(id_column).cast("string").alias("id"),
+                      F.col(text_column).cast("string").alias("text"))
+
+    def check(batches: Iterator[Any]) -> Iterator[Any]:
+        with Store(store, read_only=True) as st:
+            for b in batches:
+                ids = b.column(0).to_pylist()
+                r = st.ingest(ids, b.column(1), verify=verify, k=k, check_only=True,
+                              store_only=True, threads=1)
+                hit = np.flatnonzero(r["duplicate"])
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([ids[i] for i in hit], pa.string()),
+                     pa.array([str(r["matched"][i]) for i in hit], pa.string()),
+                     pa.array(r["similarity"][hit]), pa.array(r["distance"][hit])],
+                    ["id", "stored_id", "similarity", "distance"],
+                )
+
+    _name_stage(spark, "against a document store: each partition checks its documents")
+    out = src.mapInArrow(check, "id string, stored_id string, similarity double, distance int")
+    return out.orderBy("id")
 
 
 if __name__ == "__main__":
