@@ -284,7 +284,6 @@ fn documents_persist_and_are_replaced_and_deleted() {
         store.check_documents(&twice_fresh, &only).unwrap(),
         vec![Verdict::New; 2]
     );
-    drop(twice);
     // Empty documents are nobody's duplicate and are not stored.
     let e = DocId::Num(5);
     let v = store
