@@ -254,16 +254,6 @@ fn documents_persist_and_are_replaced_and_deleted() {
     // Two copies in one call: the second is a duplicate of the first, unless compared with the
     // store only.
     let (a, b) = (DocId::Num(1), DocId::Num(2));
-    let twice = [
-        Document {
-            id: &a,
-            text: other,
-        },
-        Document {
-            id: &b,
-            text: other,
-        },
-    ];
     let fresh = "twice the same words that nothing stored resembles at all, here";
     let twice_fresh = [
         Document {
