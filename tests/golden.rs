@@ -281,7 +281,12 @@ fn golden_document_store_files() {
     assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
 
     let fp = recipe.hash(texts[1]).fingerprint.unwrap();
-    let rec = wal::Record::Docs(vec![(fp, 0x1234, entries[1].1.clone())]);
+    let rec = wal::Record::Docs(vec![wal::Put {
+        fingerprint: fp,
+        id: 0x1234,
+        replaces: false,
+        doc: entries[1].1.clone(),
+    }]);
     let tmp = tempfile::tempdir().unwrap();
     let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
     w.append(&rec).unwrap();

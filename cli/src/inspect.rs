@@ -93,7 +93,8 @@ fn store_stats(a: StatsArgs) -> Result<()> {
     if a.json {
         crate::outln!(
             "{{\"generation\":{},\"design\":\"{}\",\"k\":{},\"fingerprints\":{},\"pairs\":{},\
-             \"delta_pairs\":{},\"delta_deletes\":{},\"table_bytes\":{},\"id_map_bytes\":{},\"log_bytes\":{}}}",
+             \"delta_pairs\":{},\"delta_deletes\":{},\"table_bytes\":{},\"id_map_bytes\":{},\"log_bytes\":{},\
+             \"documents\":{},\"doc_map_bytes\":{}}}",
             s.generation,
             s.design,
             s.k,
@@ -103,7 +104,9 @@ fn store_stats(a: StatsArgs) -> Result<()> {
             s.delta_deletes,
             s.table_bytes,
             s.id_map_bytes,
-            s.log_bytes
+            s.log_bytes,
+            s.documents,
+            s.doc_map_bytes
         )?;
         return Ok(());
     }
@@ -125,6 +128,24 @@ fn store_stats(a: StatsArgs) -> Result<()> {
         human_bytes(s.id_map_bytes as f64),
         s.id_map_bytes as f64 / s.pairs.max(1) as f64
     )?;
+    if let Some(r) = store.recipe() {
+        crate::outln!(
+            "documents        {} in the map, {} ({:.2} bytes per document); recipe: {}-shingles, \
+             {}, weights {}, sketches {}x{} bits",
+            s.documents,
+            human_bytes(s.doc_map_bytes as f64),
+            s.doc_map_bytes as f64 / s.documents.max(1) as f64,
+            r.shingle(),
+            if r.html() { "HTML" } else { "text" },
+            if r.weights().is_some() {
+                "idf"
+            } else {
+                "count"
+            },
+            r.sketch_shape().bins(),
+            r.sketch_shape().bits()
+        )?;
+    }
     stats(StatsArgs {
         dir: store.generation().dir().to_path_buf(),
         json: false,

@@ -91,12 +91,14 @@ impl Layer {
         self.docs.remove(&id);
     }
 
-    /// Put a document: its id's pairs and document (here and below) are replaced by `fp`
-    /// and `doc`.
-    pub fn put_doc(&mut self, fp: u64, id: u64, doc: DocMeta) {
-        self.delete(id);
+    /// Put a document: `(fp, id)` and `doc`; if `replaces`, the id's pairs and document (here
+    /// and below) go first.
+    pub fn put_doc(&mut self, fp: u64, id: u64, replaces: bool, doc: DocMeta) {
+        if replaces {
+            self.delete(id);
+            self.ops -= 1;
+        }
         self.insert(fp, id);
-        self.ops -= 1;
         self.docs.insert(id, doc);
     }
 

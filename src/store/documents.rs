@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::delta::Layer;
 use super::docs::{DocMeta, check_meta};
 use super::open::perms_of;
-use super::wal::Record;
+use super::wal::{Put, Record};
 use super::*;
 use crate::error::{Error, Result};
 use crate::index::probe::Work;
@@ -283,6 +283,7 @@ impl Store {
         store: bool,
     ) -> Result<Vec<Verdict>> {
         let verify = opts.verify;
+        let _one_writer = store.then(|| super::durability::lock(&self.doc_writes));
         let shape = self.need_recipe()?.sketch_shape();
         let found: Vec<Vec<Candidate>> = hashed
             .par_iter()
@@ -292,7 +293,7 @@ impl Store {
             })
             .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(chunk.len());
-        let mut puts: Vec<(u64, u64, DocMeta)> = Vec::new();
+        let mut puts: Vec<Put> = Vec::new();
         let mut pending: HashMap<u64, DocId> = HashMap::new();
         let mut replaced: HashSet<u64> = HashSet::new();
         for ((d, h), cands) in chunk.iter().zip(hashed).zip(found) {
@@ -322,6 +323,7 @@ impl Store {
             if exists {
                 replaced.insert(n);
             }
+            let replaces = exists || pending.contains_key(&n);
             let meta = DocMeta {
                 key: match d.id {
                     DocId::Key(k) => Some(Arc::clone(k)),
@@ -332,7 +334,12 @@ impl Store {
             check_meta(&meta, shape.bytes())?;
             pending.insert(n, d.id.clone());
             scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
-            puts.push((fp, n, meta));
+            puts.push(Put {
+                fingerprint: fp,
+                id: n,
+                replaces,
+                doc: meta,
+            });
         }
         if store && !puts.is_empty() {
             let recs: Vec<Record> = puts

@@ -122,6 +122,9 @@ pub struct Store {
     recovery: Recovery,
     /// A document store's recipe.
     recipe: Option<Recipe>,
+    /// Held by a call that puts documents from its check to its write, so that concurrent
+    /// calls place ids (and decide what replaces what) one after the other.
+    doc_writes: Mutex<()>,
     compactions: std::sync::atomic::AtomicU64,
     compaction_nanos: std::sync::atomic::AtomicU64,
     /// The error of the last failed background compaction, reported by the next call.
@@ -207,6 +210,8 @@ impl Store {
             table_bytes: g.index().stats().disk_bytes,
             id_map_bytes: g.ids().byte_len(),
             log_bytes,
+            documents: g.docs_count(),
+            doc_map_bytes: g.docs().map_or(0, |d| d.byte_len()),
         }
     }
 

@@ -331,6 +331,7 @@ impl Store {
             flusher,
             recovery,
             recipe,
+            doc_writes: Mutex::new(()),
             compactions: AtomicU64::new(0),
             compaction_nanos: AtomicU64::new(0),
             background_error: Mutex::new(None),

@@ -306,6 +306,10 @@ pub struct StoreStats {
     pub id_map_bytes: u64,
     /// Bytes of the logs.
     pub log_bytes: u64,
+    /// Documents in the generation's document map (0 in a store of raw fingerprints).
+    pub documents: u64,
+    /// Bytes of the generation's document map (0 in a store of raw fingerprints).
+    pub doc_map_bytes: u64,
 }
 
 /// The shape a caller asks of a store it opens or creates (what is `None` is not asked): checked

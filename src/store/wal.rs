@@ -45,8 +45,22 @@ pub enum Record {
     Insert(Vec<(u64, u64)>),
     /// Ids deleted by one call.
     Delete(Vec<u64>),
-    /// Documents put by one call: (fingerprint, id, document); each first deletes its id.
-    Docs(Vec<(u64, u64, DocMeta)>),
+    /// Documents put by one call.
+    Docs(Vec<Put>),
+}
+
+/// One document put: its pair and its document, replacing (if `replaces`) what its id had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Put {
+    /// The fingerprint.
+    pub fingerprint: u64,
+    /// The store's id.
+    pub id: u64,
+    /// The id had a document when the writer put this one: its pairs and document go first.
+    /// (A put of a new id deletes nothing, so it leaves no delete behind in the delta.)
+    pub replaces: bool,
+    /// The document.
+    pub doc: DocMeta,
 }
 
 impl Record {
@@ -69,9 +83,11 @@ impl Record {
             }
             Record::Docs(docs) => {
                 out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
-                for (fp, id, d) in docs {
-                    out.extend_from_slice(&fp.to_le_bytes());
-                    out.extend_from_slice(&id.to_le_bytes());
+                for p in docs {
+                    let d = &p.doc;
+                    out.extend_from_slice(&p.fingerprint.to_le_bytes());
+                    out.extend_from_slice(&p.id.to_le_bytes());
+                    out.push(u8::from(p.replaces));
                     let key = d.key.as_deref().map_or(&[][..], str::as_bytes);
                     let tag = d.key.as_ref().map_or(0, |k| k.len() as u16 + 1);
                     out.extend_from_slice(&tag.to_le_bytes());
@@ -121,22 +137,37 @@ impl Record {
     }
 }
 
-/// The documents of a documents record's body, `None` unless exactly `n` fit it exactly.
-fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<(u64, u64, DocMeta)>> {
-    let mut out = Vec::with_capacity(n.min(body.len() / 20));
+/// The documents of a documents record's body, `None` unless exactly `n` fit it exactly (and
+/// every flag byte is 0 or 1).
+fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<Put>> {
+    const HEAD: usize = 21;
+    let mut out = Vec::with_capacity(n.min(body.len() / HEAD));
     for _ in 0..n {
-        let h = body.get(..20)?;
-        let (fp, id) = (LE::read_u64(&h[..8]), LE::read_u64(&h[8..16]));
-        let (tag, sk) = (LE::read_u16(&h[16..18]) as usize, LE::read_u16(&h[18..20]) as usize);
+        let h = body.get(..HEAD)?;
+        let (fingerprint, id) = (LE::read_u64(&h[..8]), LE::read_u64(&h[8..16]));
+        let replaces = match h[16] {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let (tag, sk) = (LE::read_u16(&h[17..19]) as usize, LE::read_u16(&h[19..21]) as usize);
         let klen = tag.saturating_sub(1);
-        let rest = body.get(20..20 + klen + sk)?;
+        let rest = body.get(HEAD..HEAD + klen + sk)?;
         let key = match tag {
             0 => None,
             _ => Some(std::str::from_utf8(&rest[..klen]).ok()?.into()),
         };
-        let sketch = rest[klen..].into();
-        out.push((fp, id, DocMeta { key, sketch }));
-        body = &body[20 + klen + sk..];
+        let doc = DocMeta {
+            key,
+            sketch: rest[klen..].into(),
+        };
+        out.push(Put {
+            fingerprint,
+            id,
+            replaces,
+            doc,
+        });
+        body = &body[HEAD + klen + sk..];
     }
     body.is_empty().then_some(out)
 }

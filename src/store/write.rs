@@ -162,8 +162,8 @@ pub(crate) fn apply(layer: &mut Layer, rec: &Record) {
             }
         }
         Record::Docs(docs) => {
-            for (fp, id, d) in docs {
-                layer.put_doc(*fp, *id, d.clone());
+            for p in docs {
+                layer.put_doc(p.fingerprint, p.id, p.replaces, p.doc.clone());
             }
         }
     }
