@@ -71,22 +71,29 @@ impl SketchShape {
 
     /// The sketch of a set of 64-bit shingle hashes (any order, repeats allowed).
     pub fn sketch(&self, set: &[u64]) -> Vec<u8> {
+        thread_local! {
+            // The bins' minima, reused: a sketch per document would allocate 4 KiB otherwise.
+            static MIN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
         let shift = 64 - self.bins.trailing_zeros();
-        let mut min = vec![u64::MAX; self.bins as usize];
-        for &h in set {
-            let bin = (h >> shift) as usize;
-            let rest = h << (64 - shift) >> (64 - shift);
-            min[bin] = min[bin].min(rest);
-        }
-        let values = (1u64 << self.bits) - 1;
+        let values = u128::from((1u32 << self.bits) - 1);
         let mut out = vec![0u8; self.bytes()];
-        for (i, &m) in min.iter().enumerate() {
-            if m == u64::MAX {
-                continue;
+        MIN.with_borrow_mut(|min| {
+            min.clear();
+            min.resize(self.bins as usize, u64::MAX);
+            for &h in set {
+                let bin = (h >> shift) as usize;
+                let rest = h << (64 - shift) >> (64 - shift);
+                min[bin] = min[bin].min(rest);
             }
-            let v = 1 + crate::checksum::mix64(m) % values;
-            self.put(&mut out, i, v as u8);
-        }
+            for (i, &m) in min.iter().enumerate() {
+                if m != u64::MAX {
+                    // 1 + ⌊mix64(m) · (2^bits − 1) / 2^64⌋: uniform in 1..2^bits, no division.
+                    let v = 1 + (u128::from(crate::checksum::mix64(m)) * values >> 64);
+                    self.put(&mut out, i, v as u8);
+                }
+            }
+        });
         out
     }
 
