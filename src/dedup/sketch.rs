@@ -89,7 +89,7 @@ impl SketchShape {
             for (i, &m) in min.iter().enumerate() {
                 if m != u64::MAX {
                     // 1 + ⌊mix64(m) · (2^bits − 1) / 2^64⌋: uniform in 1..2^bits, no division.
-                    let v = 1 + (u128::from(crate::checksum::mix64(m)) * values >> 64);
+                    let v = 1 + ((u128::from(crate::checksum::mix64(m)) * values) >> 64);
                     self.put(&mut out, i, v as u8);
                 }
             }
