@@ -165,7 +165,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let body = |w: &mut dyn Write| -> Result<(u64, u64)> {
         // The input is read and parsed on a thread of its own, a few chunks ahead.
         std::thread::scope(|sc| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(4);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(BATCH / 4096 + 2);
             let reader = sc.spawn(move || {
                 read_docs(&docs, |chunk| {
                     tx.send(chunk)

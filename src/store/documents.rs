@@ -8,8 +8,8 @@
 //! ```text
 //! texts ─► recipe: fingerprint + sketch (all cores)
 //!       ─► store: fingerprints within k, their documents' sketches, similarity (all cores)
-//!       ─► in order: the best match, or a match among the chunk's earlier new documents
-//!          (probed in a scratch layer with the store's tables' prefixes)
+//!       ─► in order: the best match, or a match among the call's earlier new documents
+//!          (a scan of the group's fingerprints)
 //!       ─► new documents are put (one log record per 256), duplicates are not
 //! ```
 //!
@@ -348,6 +348,9 @@ impl Store {
                 .collect();
             self.write(recs.into_iter())?;
         }
+        if !store {
+            scratch.seal_group();
+        }
         Ok(out)
     }
 
@@ -391,30 +394,57 @@ fn caller_id(n: u64, d: &DocMeta) -> DocId {
     }
 }
 
-/// The new documents of a call not yet in the store, probed like the store's delta.
+/// The new documents of a call not yet in the store. Those of the current group of documents
+/// are compared by a scan of their fingerprints (a group is at most 4096: cheaper than building
+/// a layer's tables for them, measured); a check-only call longer than a group keeps the
+/// earlier groups' documents in a layer probed like the store's delta.
 struct Scratch {
-    layer: Layer,
-    docs: Vec<(u64, DocId, Arc<[u8]>)>,
+    tables: Vec<(crate::Permutation, u32)>,
+    /// Every new document of the call: (fingerprint, store id, caller's id, sketch).
+    docs: Vec<(u64, u64, DocId, Arc<[u8]>)>,
+    /// Whether each is still the latest put of its store id.
+    live: Vec<bool>,
     /// Store id → index in `docs` of its latest put.
-    by_id: HashMap<u64, u64>,
+    by_id: HashMap<u64, usize>,
+    /// `docs[..older_len]` are in `older` and not scanned.
+    older: Option<Layer>,
+    older_len: usize,
 }
 
 impl Scratch {
-    fn new(perms: Vec<(crate::Permutation, u32)>) -> Scratch {
+    fn new(tables: Vec<(crate::Permutation, u32)>) -> Scratch {
         Scratch {
-            layer: Layer::new(perms),
+            tables,
             docs: Vec::new(),
+            live: Vec::new(),
             by_id: HashMap::new(),
+            older: None,
+            older_len: 0,
         }
     }
 
     fn put(&mut self, fp: u64, n: u64, id: DocId, sketch: Arc<[u8]>) {
-        let i = self.docs.len() as u64;
+        let i = self.docs.len();
         if let Some(old) = self.by_id.insert(n, i) {
-            self.layer.delete(old);
+            self.live[old] = false;
+            if let Some(l) = self.older.as_mut().filter(|_| old < self.older_len) {
+                l.delete(old as u64);
+            }
         }
-        self.layer.insert(fp, i);
-        self.docs.push((n, id, sketch));
+        self.docs.push((fp, n, id, sketch));
+        self.live.push(true);
+    }
+
+    /// Move the documents scanned so far into the layer (a check-only call's next group).
+    fn seal_group(&mut self) {
+        let tables = &self.tables;
+        let layer = self.older.get_or_insert_with(|| Layer::new(tables.clone()));
+        for i in self.older_len..self.docs.len() {
+            if self.live[i] {
+                layer.insert(self.docs[i].0, i as u64);
+            }
+        }
+        self.older_len = self.docs.len();
     }
 
     fn best(
@@ -426,31 +456,64 @@ impl Scratch {
         verify: Option<f64>,
         shape: crate::dedup::sketch::SketchShape,
     ) -> Result<Option<Candidate>> {
-        if self.docs.is_empty() {
-            return Ok(None);
-        }
-        let mut hits = Vec::new();
-        let g = store.generation();
-        g.index()
-            .probe(&self.layer, fp, k, &mut Work::default(), |m| {
-                hits.push(m);
+        let mut near: Vec<(usize, u32)> = Vec::new();
+        let recent = &self.docs[self.older_len..];
+        within(recent.iter().map(|d| d.0), fp, k, |i, d| {
+            if self.live[self.older_len + i] {
+                near.push((self.older_len + i, d));
+            }
+        });
+        if let Some(layer) = &self.older {
+            let g = store.generation();
+            g.index().probe(layer, fp, k, &mut Work::default(), |m| {
+                near.extend(
+                    layer
+                        .ids_in_layer(m.fingerprint)
+                        .map(|i| (i as usize, m.distance)),
+                );
                 true
             })?;
-        hits.sort_unstable();
-        hits.dedup();
+            near.sort_unstable();
+            near.dedup();
+        }
         let mut best: Option<Candidate> = None;
-        for m in hits {
-            for i in self.layer.ids_in_layer(m.fingerprint) {
-                let (n, id, s) = &self.docs[i as usize];
-                let sim = shape.similarity(sketch, s)?;
-                let c = (sim, m.distance, *n, id.clone());
-                if verify.is_none_or(|t| sim >= t)
-                    && best.as_ref().is_none_or(|b| better(&c, b).is_lt())
-                {
-                    best = Some(c);
-                }
+        for (i, distance) in near {
+            let (_, n, id, s) = &self.docs[i];
+            let sim = shape.similarity(sketch, s)?;
+            let c = (sim, distance, *n, id.clone());
+            if verify.is_none_or(|t| sim >= t)
+                && best.as_ref().is_none_or(|b| better(&c, b).is_lt())
+            {
+                best = Some(c);
             }
         }
         Ok(best)
+    }
+}
+
+/// Call `f(i, distance)` for each of `fps` within `k` of `fp`: one POPCNT per fingerprint where
+/// the CPU has it (checked at run time, as the index's probe loop does).
+fn within(fps: impl Iterator<Item = u64>, fp: u64, k: u32, f: impl FnMut(usize, u32)) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU supports POPCNT, checked just above.
+        return unsafe { within_popcnt(fps, fp, k, f) };
+    }
+    within_portable(fps, fp, k, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn within_popcnt(fps: impl Iterator<Item = u64>, fp: u64, k: u32, f: impl FnMut(usize, u32)) {
+    within_portable(fps, fp, k, f)
+}
+
+#[inline(always)]
+fn within_portable(fps: impl Iterator<Item = u64>, fp: u64, k: u32, mut f: impl FnMut(usize, u32)) {
+    for (i, x) in fps.enumerate() {
+        let d = (x ^ fp).count_ones();
+        if d <= k {
+            f(i, d);
+        }
     }
 }
