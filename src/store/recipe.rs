@@ -115,20 +115,28 @@ impl Recipe {
         sketch: SketchShape,
         sample: impl IntoIterator<Item = &'a str>,
     ) -> Result<Recipe> {
+        use rayon::prelude::*;
         let plain = Recipe::new(shingle, html, sketch, None)?;
-        let mut df = DfCounter::default();
-        for text in sample.into_iter().take(LEARN_DOCS) {
-            let text = plain.visible(text);
-            let mut f: Vec<u64> = plain
-                .hasher
-                .features(&text)
-                .into_iter()
-                .map(|(h, _)| h)
-                .collect();
-            f.sort_unstable();
-            f.dedup();
-            df.add(&f);
-        }
+        let texts: Vec<&str> = sample.into_iter().take(LEARN_DOCS).collect();
+        let df = texts
+            .par_iter()
+            .fold(DfCounter::default, |mut df, text| {
+                let text = plain.visible(text);
+                let mut f: Vec<u64> = plain
+                    .hasher
+                    .features(&text)
+                    .into_iter()
+                    .map(|(h, _)| h)
+                    .collect();
+                f.sort_unstable();
+                f.dedup();
+                df.add(&f);
+                df
+            })
+            .reduce(DfCounter::default, |mut a, b| {
+                a.merge(b);
+                a
+            });
         Recipe::new(shingle, html, sketch, Some(Arc::new(df.finish(shingle))))
     }
 
