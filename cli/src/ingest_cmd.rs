@@ -51,10 +51,11 @@ pub struct IngestArgs {
     /// net for verification), else idf; idf is learned from the first --learn documents.
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
     pub weights: Weights,
-    /// When creating with idf weights: learn them from the first N documents (checked and
-    /// stored with the frozen weights once learned, like every later one).
-    #[arg(long, default_value_t = LEARN_DOCS)]
-    pub learn: usize,
+    /// When creating with idf weights: learn them from the first N documents, at most 1000000
+    /// (they are held in memory until then, and checked and stored with the frozen weights once
+    /// learned, like every later one).
+    #[arg(long, default_value_t = LEARN_DOCS as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub learn: u64,
     /// Duplicate lines go to this file (written atomically at the end); standard output,
     /// a chunk at a time as it is stored, if absent.
     #[arg(long)]
@@ -127,6 +128,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let (mut new, mut dups, mut empty) = (0u64, 0u64, 0u64);
     let mut run = |w: &mut dyn Write, store: &Store, chunk: &[Doc]| -> Result<()> {
         if let Some(code) = crate::interrupt::exit_code() {
+            store.flush()?;
             eprintln!(
                 "simdex: interrupted: {} documents checked and {new} stored in {} (synced); \
                  the rest of the input was not read",
@@ -158,7 +160,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let learn = match a.weights {
         Weights::Count => 1,
         Weights::Auto if a.verify.is_some() => 1,
-        _ => a.learn.max(1),
+        _ => (a.learn as usize).max(1),
     };
     // Documents are checked a batch at a time: the library hashes one group of 4096 while it
     // checks and writes the one before, so a batch of several groups keeps both cores busy.
@@ -251,7 +253,7 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
             shingle,
             a.html,
             shape,
-            sample.iter().take(a.learn).map(|d| d.text.as_str()),
+            sample.iter().take(a.learn as usize).map(|d| d.text.as_str()),
         )?,
     };
     let k = a.k.unwrap_or(match a.verify {

@@ -107,8 +107,9 @@ impl Recipe {
         })
     }
 
-    /// A recipe whose IDF weights are learned from `sample` (the texts a store is created with:
-    /// the first [`LEARN_DOCS`] are used, each counted once whatever its repeats).
+    /// A recipe whose IDF weights are learned from `sample`, every text of it (by default a
+    /// store is created with its first [`LEARN_DOCS`] documents); a feature counts once per
+    /// text.
     pub fn learn<'a>(
         shingle: usize,
         html: bool,
@@ -117,7 +118,7 @@ impl Recipe {
     ) -> Result<Recipe> {
         use rayon::prelude::*;
         let plain = Recipe::new(shingle, html, sketch, None)?;
-        let texts: Vec<&str> = sample.into_iter().take(LEARN_DOCS).collect();
+        let texts: Vec<&str> = sample.into_iter().collect();
         let df = texts
             .par_iter()
             .fold(DfCounter::default, |mut df, text| {
