@@ -159,8 +159,9 @@ class Store:
 
         **Document stores.** With ``documents=True`` a new store is created with a *recipe*
         (how documents become fingerprints: ``shingle`` words per feature, default 2; ``html``
-        pages or plain text; count weights, or IDF learned from the texts ``learn_from``, then
-        frozen) and keeps per document a 128-byte sketch and its id for :meth:`ingest`. Use
+        pages or plain text; count weights, or IDF learned from every text of ``learn_from``
+        (read only when the store is created), then frozen) and keeps per document a 128-byte
+        sketch and its id for :meth:`ingest`. Use
         ``k=7`` for verified ingest (near-duplicates at Jaccard 0.95 lie up to 7 bits apart on
         template-heavy pages). Opening an existing document store with ``shingle`` or ``html``
         other than its recipe's raises InvalidArgument.
