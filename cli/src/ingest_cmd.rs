@@ -253,7 +253,10 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
             shingle,
             a.html,
             shape,
-            sample.iter().take(a.learn as usize).map(|d| d.text.as_str()),
+            sample
+                .iter()
+                .take(a.learn as usize)
+                .map(|d| d.text.as_str()),
         )?,
     };
     let k = a.k.unwrap_or(match a.verify {
