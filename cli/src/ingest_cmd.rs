@@ -157,10 +157,9 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         w.flush().map_err(crate::util::out_err)
     };
     // Documents read before the store is created: the weights' sample (none for count).
-    let learn = match a.weights {
-        Weights::Count => 1,
-        Weights::Auto if a.verify.is_some() => 1,
-        _ => (a.learn as usize).max(1),
+    let learn = match learns_idf(&a) {
+        true => (a.learn as usize).max(1),
+        false => 1,
     };
     // Documents are checked a batch at a time: the library hashes one group of 4096 while it
     // checks and writes the one before, so a batch of several groups keeps both cores busy.
@@ -238,16 +237,20 @@ fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
     Ok(s)
 }
 
+/// Whether a new store's recipe has IDF weights, learned from the first `--learn` documents.
+fn learns_idf(a: &IngestArgs) -> bool {
+    match a.weights {
+        Weights::Auto => a.verify.is_none() && a.learn > 0,
+        Weights::Count => false,
+        Weights::Idf => true,
+    }
+}
+
 /// Create the store with a recipe learned from `sample` (the first documents), and open it.
 fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
     let shingle = a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE);
     let shape = Default::default();
-    let idf = match a.weights {
-        Weights::Auto => a.verify.is_none() && a.learn > 0,
-        Weights::Count => false,
-        Weights::Idf => true,
-    };
-    let recipe = match idf {
+    let recipe = match learns_idf(a) {
         false => Recipe::new(shingle, a.html, shape, None)?,
         true => Recipe::learn(
             shingle,
