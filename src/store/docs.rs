@@ -11,13 +11,14 @@
 //!
 //! A key tag of 0 means a numeric id (no key); `n + 1` a key of `n` bytes of UTF-8.
 
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Seek, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
+use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
 use super::ids::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
@@ -28,10 +29,8 @@ pub const DOCS_MAGIC: [u8; 8] = *b"SIMDXDOC";
 pub const DOCS_VERSION: u32 = 1;
 /// File name of a generation's document map.
 pub const DOCS_NAME: &str = "DOCS";
-const HEADER_LEN: usize = 48;
 /// Block size the store writes: room for the largest entry (a 2 KiB key and a 1 KiB sketch).
 pub const DOCS_BLOCK_SIZE: u32 = 4096;
-const BLOCK_OVERHEAD: usize = 12;
 /// The longest string id a store keeps, in bytes.
 pub const MAX_KEY_BYTES: usize = 2048;
 
@@ -105,19 +104,17 @@ impl Header {
 
 /// Writes a document map from entries in strictly ascending id order.
 pub struct DocsWriter<W: Write + Seek> {
-    w: W,
+    blocks: BlockWriter<W>,
     header: Header,
-    block: Vec<u8>,
-    count: u32,
-    first_ids: Vec<u64>,
     prev: Option<u64>,
+    /// Previous id within the current block.
     in_block: Option<u64>,
     entry: Vec<u8>,
 }
 
 impl<W: Write + Seek> DocsWriter<W> {
     /// Start a map whose sketches have `sketch_bytes` bytes.
-    pub fn new(mut w: W, sketch_bytes: usize) -> Result<DocsWriter<W>> {
+    pub fn new(w: W, sketch_bytes: usize) -> Result<DocsWriter<W>> {
         let header = Header {
             block_size: DOCS_BLOCK_SIZE,
             docs: 0,
@@ -129,14 +126,9 @@ impl<W: Write + Seek> DocsWriter<W> {
                 "sketches of {sketch_bytes} bytes (at most 1024)"
             )));
         }
-        w.write_all(&header.encode())
-            .map_err(|e| Error::io(None, "write document map", e))?;
         Ok(DocsWriter {
-            w,
+            blocks: BlockWriter::new(w, "write document map", DOCS_BLOCK_SIZE, &header.encode())?,
             header,
-            block: Vec::new(),
-            count: 0,
-            first_ids: Vec::new(),
             prev: None,
             in_block: None,
             entry: Vec::new(),
@@ -168,59 +160,24 @@ impl<W: Write + Seek> DocsWriter<W> {
         };
         let mut entry = std::mem::take(&mut self.entry);
         encode(&mut entry, self.in_block.map_or(id, |p| id - p));
-        let cap = self.header.block_size as usize - BLOCK_OVERHEAD;
-        if self.in_block.is_some() && self.block.len() - 8 + entry.len() > cap {
-            self.flush_block()?;
+        if self.in_block.is_some() && !self.blocks.fits(entry.len()) {
+            self.blocks.flush()?;
             encode(&mut entry, id);
         }
-        if self.in_block.is_none() {
-            self.block.clear();
-            self.block.extend_from_slice(&[0u8; 8]);
-            self.first_ids.push(id);
-            self.count = 0;
-        }
-        self.block.extend_from_slice(&entry);
+        self.blocks.push(id, &entry);
         self.entry = entry;
-        self.count += 1;
         self.in_block = Some(id);
         Ok(())
     }
 
-    fn flush_block(&mut self) -> Result<()> {
-        if self.in_block.is_none() {
-            return Ok(());
-        }
-        let bs = self.header.block_size as usize;
-        let offset = HEADER_LEN as u64 + self.header.blocks * bs as u64;
-        LE::write_u32(&mut self.block[0..4], self.count);
-        let used = (self.block.len() - 8) as u32;
-        LE::write_u32(&mut self.block[4..8], used);
-        self.block.resize(bs - 4, 0);
-        let crc = crc_at(offset, &self.block);
-        self.block.extend_from_slice(&crc.to_le_bytes());
-        self.w
-            .write_all(&self.block)
-            .map_err(|e| Error::io(None, "write document map", e))?;
-        self.header.blocks += 1;
-        self.in_block = None;
-        Ok(())
-    }
-
     /// Write the last block, the first-id array and the header; the writer and the count.
-    pub fn finish(mut self) -> Result<(W, u64)> {
-        self.flush_block()?;
-        let io = |e| Error::io(None, "write document map", e);
-        let foff = HEADER_LEN as u64 + self.header.blocks * u64::from(self.header.block_size);
-        let mut footer: Vec<u8> = self.first_ids.iter().flat_map(|i| i.to_le_bytes()).collect();
-        let crc = crc_at(foff, &footer);
-        footer.extend_from_slice(&crc.to_le_bytes());
-        self.w.write_all(&footer).map_err(io)?;
-        let end = foff + footer.len() as u64;
-        self.w.seek(SeekFrom::Start(0)).map_err(io)?;
-        self.w.write_all(&self.header.encode()).map_err(io)?;
-        self.w.seek(SeekFrom::Start(end)).map_err(io)?;
-        self.w.flush().map_err(io)?;
-        Ok((self.w, self.header.docs))
+    pub fn finish(self) -> Result<(W, u64)> {
+        let mut header = self.header;
+        let w = self.blocks.finish(|blocks| {
+            header.blocks = blocks;
+            header.encode()
+        })?;
+        Ok((w, header.docs))
     }
 }
 
@@ -266,37 +223,15 @@ impl<D: AsRef<[u8]>> DocMap<D> {
     pub fn from_bytes(data: D) -> Result<DocMap<D>> {
         let b = data.as_ref();
         let header = Header::decode(b)?;
-        let bs = u64::from(header.block_size);
-        let expected = header
-            .blocks
-            .checked_mul(bs + 8)
-            .and_then(|x| x.checked_add(HEADER_LEN as u64 + 4));
-        if expected != Some(b.len() as u64) || (header.docs == 0) != (header.blocks == 0) {
+        if (header.docs == 0) != (header.blocks == 0) {
             return Err(Error::corrupt(
-                "document map length",
-                0,
-                format!("48 + blocks × {} + 4 bytes, blocks > 0 iff documents", bs + 8),
-                format!("{} bytes, {} blocks", b.len(), header.blocks),
+                "document map header counts",
+                16,
+                "blocks exactly when there are documents",
+                format!("{} documents, {} blocks", header.docs, header.blocks),
             ));
         }
-        let foff = HEADER_LEN + (header.blocks * bs) as usize;
-        check_crc(
-            || "document map first-id array crc32".into(),
-            foff as u64,
-            &b[foff..],
-        )?;
-        let first_ids: Vec<u64> = b[foff..b.len() - 4]
-            .chunks_exact(8)
-            .map(LE::read_u64)
-            .collect();
-        if first_ids.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::corrupt(
-                "document map first-id array",
-                foff as u64,
-                "ascending ids",
-                "a descending pair",
-            ));
-        }
+        let first_ids = read_footer(b, "document map", "id", header.block_size, header.blocks, true)?;
         Ok(DocMap {
             data,
             header,
@@ -326,24 +261,17 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         i: usize,
         mut f: impl FnMut(u64, &[u8], Option<&str>) -> bool,
     ) -> Result<bool> {
-        let bs = self.header.block_size as usize;
-        let off = HEADER_LEN + i * bs;
-        let blk = &self.data.as_ref()[off..off + bs];
-        check_crc(|| format!("document map block {i} crc32"), off as u64, blk)?;
+        let (count, s, off) =
+            read_block(self.data.as_ref(), "document map", self.header.block_size, i)?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("document map block {i}"),
-                off as u64,
+                off,
                 "a valid entry stream",
                 what.to_string(),
             )
         };
-        let count = LE::read_u32(&blk[0..4]);
-        let used = LE::read_u32(&blk[4..8]) as usize;
-        if count == 0 || used > bs - BLOCK_OVERHEAD {
-            return Err(bad("a bad count or used length"));
-        }
-        let s = &blk[8..8 + used];
+        let used = s.len();
         let sk = self.header.sketch_bytes as usize;
         let (mut pos, mut id) = (0usize, 0u64);
         for n in 0..count {

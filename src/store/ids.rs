@@ -14,12 +14,13 @@
 //! block's first entry) or `varint(id - previous id)` when it did not. A fingerprint's pairs may
 //! span blocks.
 
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Seek, Write};
 use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
+use super::blocks::{BlockWriter, read_block, read_footer};
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
 
@@ -28,11 +29,9 @@ pub const IDS_MAGIC: [u8; 8] = *b"SIMDXIDS";
 /// Id map format version.
 pub const IDS_VERSION: u32 = 1;
 /// Header length in bytes.
-pub const IDS_HEADER_LEN: usize = 48;
+pub const IDS_HEADER_LEN: usize = super::blocks::HEADER_LEN;
 /// Block size the store writes.
 pub const IDS_BLOCK_SIZE: u32 = 4096;
-/// Per-block overhead: count, used length, crc.
-const BLOCK_OVERHEAD: usize = 12;
 
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -130,11 +129,8 @@ impl IdsHeader {
 
 /// Writes an id map from (fingerprint, id) pairs in strictly ascending order.
 pub struct IdsWriter<W: Write + Seek> {
-    w: W,
+    blocks: BlockWriter<W>,
     header: IdsHeader,
-    block: Vec<u8>,
-    block_count: u32,
-    first_fps: Vec<u64>,
     prev: Option<(u64, u64)>,
     /// Previous pair within the current block.
     in_block: Option<(u64, u64)>,
@@ -143,21 +139,16 @@ pub struct IdsWriter<W: Write + Seek> {
 
 impl<W: Write + Seek> IdsWriter<W> {
     /// Start an id map with blocks of `block_size` bytes.
-    pub fn new(mut w: W, block_size: u32) -> Result<IdsWriter<W>> {
+    pub fn new(w: W, block_size: u32) -> Result<IdsWriter<W>> {
         let header = IdsHeader {
             block_size,
             pairs: 0,
             fingerprints: 0,
             blocks: 0,
         };
-        w.write_all(&header.encode())
-            .map_err(|e| Error::io(None, "write id map", e))?;
         Ok(IdsWriter {
-            w,
+            blocks: BlockWriter::new(w, "write id map", block_size, &header.encode())?,
             header,
-            block: Vec::with_capacity(block_size as usize),
-            block_count: 0,
-            first_fps: Vec::new(),
             prev: None,
             in_block: None,
             entry: Vec::with_capacity(20),
@@ -196,66 +187,27 @@ impl<W: Write + Seek> IdsWriter<W> {
                 put_varint(&mut self.entry, id);
             }
         }
-        let cap = self.header.block_size as usize - BLOCK_OVERHEAD;
-        if self.in_block.is_some() && self.block.len() - 8 + self.entry.len() > cap {
-            self.flush_block()?;
+        if self.in_block.is_some() && !self.blocks.fits(self.entry.len()) {
+            self.blocks.flush()?;
             // Re-encode as a block's first entry.
             self.entry.clear();
             put_varint(&mut self.entry, fp);
             put_varint(&mut self.entry, id);
         }
-        if self.in_block.is_none() {
-            self.block.clear();
-            self.block.extend_from_slice(&[0u8; 8]);
-            self.first_fps.push(fp);
-            self.block_count = 0;
-        }
-        self.block.extend_from_slice(&self.entry);
-        self.block_count += 1;
+        self.blocks.push(fp, &self.entry);
         self.in_block = Some((fp, id));
-        Ok(())
-    }
-
-    fn flush_block(&mut self) -> Result<()> {
-        if self.in_block.is_none() {
-            return Ok(());
-        }
-        let bs = self.header.block_size as usize;
-        let offset = IDS_HEADER_LEN as u64 + self.header.blocks * bs as u64;
-        let used = (self.block.len() - 8) as u32;
-        LE::write_u32(&mut self.block[0..4], self.block_count);
-        LE::write_u32(&mut self.block[4..8], used);
-        self.block.resize(bs - 4, 0);
-        let crc = crc_at(offset, &self.block);
-        self.block.extend_from_slice(&crc.to_le_bytes());
-        self.w
-            .write_all(&self.block)
-            .map_err(|e| Error::io(None, "write id map", e))?;
-        self.header.blocks += 1;
-        self.in_block = None;
         Ok(())
     }
 
     /// Write the last block, the first-fingerprint array and the header; return the writer and
     /// the (pairs, distinct fingerprints) counts.
-    pub fn finish(mut self) -> Result<(W, u64, u64)> {
-        self.flush_block()?;
-        let io = |e| Error::io(None, "write id map", e);
-        let footer_offset =
-            IDS_HEADER_LEN as u64 + self.header.blocks * u64::from(self.header.block_size);
-        let mut footer = Vec::with_capacity(self.first_fps.len() * 8 + 4);
-        for fp in &self.first_fps {
-            footer.extend_from_slice(&fp.to_le_bytes());
-        }
-        let crc = crc_at(footer_offset, &footer);
-        footer.extend_from_slice(&crc.to_le_bytes());
-        self.w.write_all(&footer).map_err(io)?;
-        let end = footer_offset + footer.len() as u64;
-        self.w.seek(SeekFrom::Start(0)).map_err(io)?;
-        self.w.write_all(&self.header.encode()).map_err(io)?;
-        self.w.seek(SeekFrom::Start(end)).map_err(io)?;
-        self.w.flush().map_err(io)?;
-        Ok((self.w, self.header.pairs, self.header.fingerprints))
+    pub fn finish(self) -> Result<(W, u64, u64)> {
+        let mut header = self.header;
+        let w = self.blocks.finish(|blocks| {
+            header.blocks = blocks;
+            header.encode()
+        })?;
+        Ok((w, header.pairs, header.fingerprints))
     }
 }
 
@@ -284,38 +236,14 @@ impl<D: AsRef<[u8]>> IdMap<D> {
     pub fn from_bytes(data: D) -> Result<IdMap<D>> {
         let b = data.as_ref();
         let header = IdsHeader::decode(b)?;
-        let bs = u64::from(header.block_size);
-        let expected = header
-            .blocks
-            .checked_mul(bs + 8)
-            .and_then(|x| x.checked_add(IDS_HEADER_LEN as u64 + 4));
-        if expected != Some(b.len() as u64) {
-            return Err(Error::corrupt(
-                "id map length",
-                0,
-                match expected {
-                    Some(e) => format!("{e} bytes for {} blocks", header.blocks),
-                    None => "a block count that fits".into(),
-                },
-                format!("{} bytes", b.len()),
-            ));
-        }
-        let foff = IDS_HEADER_LEN + (header.blocks * bs) as usize;
-        let footer = &b[foff..b.len() - 4];
-        check_crc(
-            || "id map first-fingerprint array crc32".into(),
-            foff as u64,
-            &b[foff..],
+        let first_fps = read_footer(
+            b,
+            "id map",
+            "fingerprint",
+            header.block_size,
+            header.blocks,
+            false,
         )?;
-        let first_fps: Vec<u64> = footer.chunks_exact(8).map(LE::read_u64).collect();
-        if first_fps.windows(2).any(|w| w[0] > w[1]) {
-            return Err(Error::corrupt(
-                "id map first-fingerprint array",
-                foff as u64,
-                "ascending fingerprints",
-                "a descending pair",
-            ));
-        }
         if (header.pairs == 0) != (header.blocks == 0) || header.fingerprints > header.pairs {
             return Err(Error::corrupt(
                 "id map header counts",
@@ -356,24 +284,16 @@ impl<D: AsRef<[u8]>> IdMap<D> {
 
     /// Decode block `i`, calling `f(fp, id)` for each pair; stop early when `f` returns false.
     fn decode_block(&self, i: usize, mut f: impl FnMut(u64, u64) -> bool) -> Result<bool> {
-        let bs = self.header.block_size as usize;
-        let off = IDS_HEADER_LEN + i * bs;
-        let blk = &self.data.as_ref()[off..off + bs];
-        check_crc(|| format!("id map block {i} crc32"), off as u64, blk)?;
+        let (count, stream, off) = read_block(self.data.as_ref(), "id map", self.header.block_size, i)?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("id map block {i}"),
-                off as u64,
+                off,
                 "a valid entry stream",
                 what.to_string(),
             )
         };
-        let count = LE::read_u32(&blk[0..4]);
-        let used = LE::read_u32(&blk[4..8]) as usize;
-        if count == 0 || used > bs - BLOCK_OVERHEAD {
-            return Err(bad("a bad count or used length"));
-        }
-        let stream = &blk[8..8 + used];
+        let used = stream.len();
         let mut pos = 0usize;
         let (mut fp, mut id) = (0u64, 0u64);
         for n in 0..count {

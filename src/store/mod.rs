@@ -23,6 +23,7 @@
 //! generation G and replays logs G, G+1, ... in order (replaying an already compacted log is
 //! harmless: the store's contents are a set and replay is idempotent).
 
+mod blocks;
 mod buckets;
 mod compact;
 internal_mod!(delta);
