@@ -1,7 +1,7 @@
 //! The document map (`DOCS`) of a document store's generation: per document id, what
 //! verification needs (the sketch of its shingle set) and the id the caller gave (a string key,
 //! or none for a numeric id). Stored once per generation, beside the id map, in the id map's
-//! block layout (`format-spec/store.md`, "The document map"):
+//! block layout, framed by `super::blocks` (`format-spec/store.md`, "The document map"):
 //!
 //! ```text
 //! header (48 B) | block 0 | block 1 | ... | first ids (8 B each) | crc32
