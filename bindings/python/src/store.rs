@@ -252,22 +252,21 @@ impl PyStore {
         store_only: bool,
         threads: Option<Threads>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        // A numeric array, else a list of ints (extracted once), else strings.
         let ids: Vec<DocId> = match id_array(ids, "ids") {
             Ok(a) => a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect(),
-            Err(_) if ids.extract::<Vec<u64>>().is_ok() => ids
-                .extract::<Vec<u64>>()?
-                .into_iter()
-                .map(DocId::Num)
-                .collect(),
-            Err(_) => {
-                let t = Texts::from_py(ids).map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "ids must be a uint64/int64 numpy array, a sequence of str or an Arrow \
-                         string array",
-                    )
-                })?;
-                (0..t.len()).map(|i| DocId::Key(t.get(i).into())).collect()
-            }
+            Err(_) => match ids.extract::<Vec<u64>>() {
+                Ok(v) => v.into_iter().map(DocId::Num).collect(),
+                Err(_) => {
+                    let t = Texts::from_py(ids).map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(
+                            "ids must be a uint64/int64 numpy array, a sequence of str or an \
+                             Arrow string array",
+                        )
+                    })?;
+                    (0..t.len()).map(|i| DocId::Key(t.get(i).into())).collect()
+                }
+            },
         };
         let texts = Texts::from_py(texts)?;
         if ids.len() != texts.len() {
