@@ -182,7 +182,7 @@ impl<W: Write + Seek> DocsWriter<W> {
 }
 
 /// Check a document's key and sketch against the store's limits.
-pub(crate) fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
+fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
     if doc.sketch.len() != sketch_bytes {
         return Err(Error::InvalidArgument(format!(
             "a sketch of {} bytes where the store keeps {sketch_bytes}",

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::delta::Layer;
-use super::docs::{DocMeta, check_meta};
+use super::docs::DocMeta;
 use super::open::perms_of;
 use super::wal::{Put, Record};
 use super::*;
@@ -168,13 +168,16 @@ impl Store {
     /// Where `id` lives or would be put: (numeric id, whether a document of that id is stored),
     /// seeing also `pending` (ids placed by this call, not yet stored).
     fn place(&self, id: &DocId, pending: &HashMap<u64, DocId>) -> Result<(u64, bool)> {
+        // The caller's id of the document that holds store id `n`, if any.
+        let holder = |n: u64| -> Result<Option<DocId>> {
+            Ok(match pending.get(&n) {
+                Some(p) => Some(p.clone()),
+                None => self.doc(n)?.map(|d| caller_id(n, &d)),
+            })
+        };
         let key = match id {
             DocId::Num(n) => {
-                let holder = match pending.get(n) {
-                    Some(p) => Some(p.clone()),
-                    None => self.doc(*n)?.map(|d| caller_id(*n, &d)),
-                };
-                return match holder {
+                return match holder(*n)? {
                     Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
                         "numeric id {n} is taken by the document with string id {k:?}"
                     ))),
@@ -185,11 +188,7 @@ impl Store {
         };
         let mut n = xxhash_rust::xxh3::xxh3_64_with_seed(key.as_bytes(), KEY_SEED);
         loop {
-            let holder = match pending.get(&n) {
-                Some(p) => Some(p.clone()),
-                None => self.doc(n)?.map(|d| caller_id(n, &d)),
-            };
-            match holder {
+            match holder(n)? {
                 None => return Ok((n, false)),
                 Some(h) if &h == id => return Ok((n, true)),
                 Some(_) => n = n.wrapping_add(1),
@@ -331,7 +330,6 @@ impl Store {
                 },
                 sketch: h.sketch.into(),
             };
-            check_meta(&meta, shape.bytes())?;
             pending.insert(n, d.id.clone());
             scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
             puts.push(Put {
