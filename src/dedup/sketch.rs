@@ -72,36 +72,43 @@ impl SketchShape {
     /// The sketch of a set of 64-bit shingle hashes (any order, repeats allowed).
     pub fn sketch(&self, set: &[u64]) -> Vec<u8> {
         thread_local! {
-            // The bins' minima, reused: a sketch per document would allocate 4 KiB otherwise.
-            static MIN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+            // The bins' minima (all empty between calls) and the bins a call touched, reused:
+            // a sketch per document would allocate 4 KiB otherwise.
+            static BINS: std::cell::RefCell<(Vec<u64>, Vec<u32>)> =
+                const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
         }
         let shift = 64 - self.bins.trailing_zeros();
         let values = u128::from((1u32 << self.bits) - 1);
+        let bits = self.bits as usize;
         let mut out = vec![0u8; self.bytes()];
-        MIN.with_borrow_mut(|min| {
-            min.clear();
+        BINS.with_borrow_mut(|(min, touched)| {
             min.resize(self.bins as usize, u64::MAX);
+            touched.clear();
+            touched.resize(set.len().min(self.bins as usize) + 1, 0);
+            let mut n = 0;
             for &h in set {
                 let bin = (h >> shift) as usize;
                 let rest = h << (64 - shift) >> (64 - shift);
+                // Remember a bin the first time it fills (no branch: the slot is written
+                // anyway and kept only then).
+                touched[n] = bin as u32;
+                n += usize::from(min[bin] == u64::MAX);
                 min[bin] = min[bin].min(rest);
+                n = n.min(touched.len() - 1);
             }
-            for (i, &m) in min.iter().enumerate() {
-                if m != u64::MAX {
-                    // 1 + ⌊mix64(m) · (2^bits − 1) / 2^64⌋: uniform in 1..2^bits, no division.
-                    let v = 1 + ((u128::from(crate::checksum::mix64(m)) * values) >> 64);
-                    self.put(&mut out, i, v as u8);
-                }
+            // Only the filled bins: a short document leaves most of them empty, and visiting
+            // every bin (with a mispredicted branch per bin) was most of a sketch's time.
+            for &bin in &touched[..n] {
+                let bin = bin as usize;
+                // 1 + ⌊mix64(m) · (2^bits − 1) / 2^64⌋: uniform in 1..2^bits, no division.
+                let v = 1 + ((u128::from(crate::checksum::mix64(min[bin])) * values) >> 64);
+                // Bin i's value sits at bit offset i × bits (shifts, not divisions).
+                let at = bin * bits;
+                out[at >> 3] |= (v as u8) << (at & 7);
+                min[bin] = u64::MAX;
             }
         });
         out
-    }
-
-    /// Bin i's value sits at bit offset i × bits (shifts, not divisions: `bits` is not known
-    /// to the compiler, and two divisions per bin were most of a sketch's time).
-    fn put(&self, out: &mut [u8], i: usize, v: u8) {
-        let at = i * self.bits as usize;
-        out[at >> 3] |= v << (at & 7);
     }
 
     /// (bins non-empty in either, in both, equal and non-empty) over 8 bytes of each sketch,

@@ -49,7 +49,7 @@ pub struct IdfTable {
     default: u64,
 }
 
-/// Hashes feature hashes for the weight table: one multiply of the key with a per-process
+/// Hashes feature hashes for the weight table and the document-frequency counter: one multiply of the key with a per-process
 /// random seed. Feature hashes are already uniform (xxh3), so the default SipHash was most of a
 /// lookup's cost; the seed keeps a table read from a crafted file from piling keys into one
 /// bucket chain.
@@ -232,7 +232,7 @@ fn weight(docs: u64, df: u64) -> u64 {
 /// [`IdfTable`] learned in one streaming pass; counters of separate chunks [`merge`](Self::merge).
 #[derive(Debug, Clone, Default)]
 pub struct DfCounter {
-    df: HashMap<u64, u64>,
+    df: HashMap<u64, u64, Mixed>,
     docs: u64,
 }
 
@@ -273,7 +273,7 @@ impl DfCounter {
     /// (feature hash, documents holding it) pairs, repeats summed.
     pub fn from_counts(docs: u64, counts: impl IntoIterator<Item = (u64, u64)>) -> DfCounter {
         let mut c = DfCounter {
-            df: HashMap::new(),
+            df: HashMap::default(),
             docs,
         };
         for (h, n) in counts {

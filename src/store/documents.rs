@@ -252,22 +252,27 @@ impl Store {
             c.par_iter().map(|d| recipe.hash(d.text)).collect()
         };
         let chunks: Vec<&[Document<'_>]> = docs.chunks(CHUNK).collect();
-        let mut scratch = Scratch::new(perms_of(&self.generation()));
-        let mut out = Vec::with_capacity(docs.len());
-        let mut hashed = chunks.first().map(|c| hash(c));
-        for (j, chunk) in chunks.iter().enumerate() {
-            if store {
-                scratch = Scratch::new(perms_of(&self.generation()));
+        // The loop runs on one of the pool's threads: its joins and parallel loops then split
+        // work there, instead of each waking a pool thread while this one sleeps (measured:
+        // a few percent of an ingest's CPU went to those wake-ups).
+        rayon::scope(|_| {
+            let mut scratch = Scratch::new(perms_of(&self.generation()));
+            let mut out = Vec::with_capacity(docs.len());
+            let mut hashed = chunks.first().map(|c| hash(c));
+            for (j, chunk) in chunks.iter().enumerate() {
+                if store {
+                    scratch = Scratch::new(perms_of(&self.generation()));
+                }
+                let this = hashed.take().unwrap_or_default();
+                let (next, verdicts) = rayon::join(
+                    || chunks.get(j + 1).map(|c| hash(c)),
+                    || self.check_chunk(chunk, this, &mut scratch, k, opts, store),
+                );
+                out.extend(verdicts?);
+                hashed = next;
             }
-            let this = hashed.take().unwrap_or_default();
-            let (next, verdicts) = rayon::join(
-                || chunks.get(j + 1).map(|c| hash(c)),
-                || self.check_chunk(chunk, this, &mut scratch, k, opts, store),
-            );
-            out.extend(verdicts?);
-            hashed = next;
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The verdicts of one chunk (hashed), given the earlier new documents of the call in
