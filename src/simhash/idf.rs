@@ -49,10 +49,10 @@ pub struct IdfTable {
     default: u64,
 }
 
-/// Hashes feature hashes for the weight table and the document-frequency counter: one multiply of the key with a per-process
-/// random seed. Feature hashes are already uniform (xxh3), so the default SipHash was most of a
-/// lookup's cost; the seed keeps a table read from a crafted file from piling keys into one
-/// bucket chain.
+/// Hashes feature hashes for the weight table and the document-frequency counter: one multiply
+/// of the key with a per-process random seed. Feature hashes are already uniform (xxh3), so
+/// SipHash was most of a lookup's cost; the seed keeps a table read from a crafted file (or
+/// crafted documents) from piling keys into one bucket chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Mixed(u64);
 
