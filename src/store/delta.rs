@@ -7,24 +7,27 @@
 //! table, its fingerprints sorted under that table's permutation, so a delta query probes the
 //! same prefixes as a table query instead of scanning the delta.
 //!
-//! Memory: B-tree entries, about 240 bytes per pair with 10 tables (measured by
-//! `cargo bench --bench store`); the store bounds the delta ([`super::StoreOptions::max_delta`],
-//! default 2^20 writes, so about 250 MB) and compacts when it is full.
+//! Memory: about 270 bytes per pair with 10 tables (measured by `cargo bench --bench store`);
+//! the store bounds the delta ([`super::StoreOptions::max_delta`], default 2^20 writes, so about
+//! 280 MB) and compacts when it is full.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use super::buckets::Buckets;
 use super::docs::DocMeta;
+use super::multimap::MultiMap;
 
 use crate::permutation::Permutation;
 
 /// Writes since some point, applied in order.
 #[derive(Debug, Clone)]
 pub struct Layer {
-    /// Pairs inserted (and not deleted since), by (fingerprint, id).
-    added: BTreeSet<(u64, u64)>,
-    /// The same pairs by (id, fingerprint), for deletes.
-    by_id: BTreeSet<(u64, u64)>,
+    /// Pairs inserted (and not deleted since): fingerprint → ids. Hash maps, not ordered
+    /// sets: an insert is two lookups instead of two B-tree descents, and only compaction
+    /// needs the pairs in order.
+    added: MultiMap,
+    /// The same pairs as id → fingerprints, for deletes.
+    by_id: MultiMap,
     /// Ids deleted in this layer: they hide older layers' and the generation's pairs.
     deleted: HashSet<u64>,
     /// Per table: the permuted fingerprints present in `added`.
@@ -41,8 +44,8 @@ impl Layer {
     /// An empty layer for tables with these permutations and probe prefix bits.
     pub fn new(tables: Vec<(Permutation, u32)>) -> Layer {
         Layer {
-            added: BTreeSet::new(),
-            by_id: BTreeSet::new(),
+            added: MultiMap::default(),
+            by_id: MultiMap::default(),
             deleted: HashSet::new(),
             permuted: tables.iter().map(|&(_, p)| Buckets::new(p)).collect(),
             tables,
@@ -59,11 +62,12 @@ impl Layer {
     /// Add a pair.
     pub fn insert(&mut self, fp: u64, id: u64) {
         self.ops += 1;
-        if !self.added.insert((fp, id)) {
+        let (new, first) = self.added.insert(fp, id);
+        if !new {
             return;
         }
-        self.by_id.insert((id, fp));
-        if self.ids_in_layer(fp).nth(1).is_none() {
+        self.by_id.insert(id, fp);
+        if first {
             for (set, (p, _)) in self.permuted.iter_mut().zip(&self.tables) {
                 set.insert(p.apply(fp));
             }
@@ -73,15 +77,8 @@ impl Layer {
     /// Delete every pair with `id` (in this layer and, through `deleted`, below it).
     pub fn delete(&mut self, id: u64) {
         self.ops += 1;
-        let fps: Vec<u64> = self
-            .by_id
-            .range((id, 0)..=(id, u64::MAX))
-            .map(|&(_, fp)| fp)
-            .collect();
-        for fp in fps {
-            self.by_id.remove(&(id, fp));
-            self.added.remove(&(fp, id));
-            if self.ids_in_layer(fp).next().is_none() {
+        for fp in self.by_id.take(id) {
+            if self.added.remove(fp, id) {
                 for (set, (p, _)) in self.permuted.iter_mut().zip(&self.tables) {
                     set.remove(p.apply(fp));
                 }
@@ -126,9 +123,7 @@ impl Layer {
 
     /// Ids this layer holds for `fp`, ascending.
     pub fn ids_in_layer(&self, fp: u64) -> impl Iterator<Item = u64> + '_ {
-        self.added
-            .range((fp, 0)..=(fp, u64::MAX))
-            .map(|&(_, id)| id)
+        self.added.get(fp)
     }
 
     /// True if this layer deleted `id`.
@@ -146,9 +141,11 @@ impl Layer {
         self.permuted[t].range(lo, hi)
     }
 
-    /// Pairs inserted, ascending.
-    pub fn pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.added.iter().copied()
+    /// Pairs inserted, ascending (sorted on each call: for compaction and whole-store reads).
+    pub fn pairs(&self) -> impl Iterator<Item = (u64, u64)> + use<> {
+        let mut v: Vec<(u64, u64)> = self.added.iter().collect();
+        v.sort_unstable();
+        v.into_iter()
     }
 
     /// Ids deleted.

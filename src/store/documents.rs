@@ -405,6 +405,9 @@ struct Scratch {
     tables: Vec<(crate::Permutation, u32)>,
     /// Every new document of the call: (fingerprint, store id, caller's id, sketch).
     docs: Vec<(u64, u64, DocId, Arc<[u8]>)>,
+    /// Their fingerprints alone, what the scan reads: contiguous, a group's fit in L1 (read
+    /// out of `docs`, the scan strode over 48-byte entries).
+    fps: Vec<u64>,
     /// Whether each is still the latest put of its store id.
     live: Vec<bool>,
     /// Store id → index in `docs` of its latest put.
@@ -419,6 +422,7 @@ impl Scratch {
         Scratch {
             tables,
             docs: Vec::new(),
+            fps: Vec::new(),
             live: Vec::new(),
             by_id: HashMap::new(),
             older: None,
@@ -435,6 +439,7 @@ impl Scratch {
             }
         }
         self.docs.push((fp, n, id, sketch));
+        self.fps.push(fp);
         self.live.push(true);
     }
 
@@ -460,8 +465,8 @@ impl Scratch {
         shape: crate::dedup::sketch::SketchShape,
     ) -> Result<Option<Candidate>> {
         let mut near: Vec<(usize, u32)> = Vec::new();
-        let recent = &self.docs[self.older_len..];
-        within(recent.iter().map(|d| d.0), fp, k, |i, d| {
+        let recent = &self.fps[self.older_len..];
+        within(recent.iter().copied(), fp, k, |i, d| {
             if self.live[self.older_len + i] {
                 near.push((self.older_len + i, d));
             }

@@ -32,6 +32,7 @@ mod documents;
 mod durability;
 mod gate;
 mod generation;
+mod multimap;
 internal_mod!(ids);
 mod open;
 mod options;
