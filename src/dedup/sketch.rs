@@ -40,6 +40,30 @@ impl Default for SketchShape {
     }
 }
 
+/// The bins of a sketch being made (see [`SketchShape::sketch_with`]).
+pub(crate) struct Bins<'a> {
+    /// Per bin, the least hash remainder seen (`u64::MAX`: empty).
+    min: &'a mut [u64],
+    /// The bins filled so far, each once.
+    filled: &'a mut Vec<u32>,
+    /// 64 − log2(bins): a hash's top bits pick its bin.
+    shift: u32,
+}
+
+impl Bins<'_> {
+    /// Add one shingle hash.
+    #[inline]
+    pub(crate) fn add(&mut self, h: u64) {
+        let bin = (h >> self.shift) as usize;
+        let rest = h << (64 - self.shift) >> (64 - self.shift);
+        let m = &mut self.min[bin];
+        if *m == u64::MAX {
+            self.filled.push(bin as u32);
+        }
+        *m = (*m).min(rest);
+    }
+}
+
 impl SketchShape {
     /// A shape; an error unless `bins` is a power of two up to 4096, `bits` is 2, 4 or 8, and
     /// the sketch has at least 8 bytes.
@@ -71,34 +95,33 @@ impl SketchShape {
 
     /// The sketch of a set of 64-bit shingle hashes (any order, repeats allowed).
     pub fn sketch(&self, set: &[u64]) -> Vec<u8> {
+        self.sketch_with(|bins| set.iter().for_each(|&h| bins.add(h)))
+    }
+
+    /// The sketch of the hashes `fill` adds to the bins: for a caller that makes them one at a
+    /// time (a document's shingles as its tokens are read), without collecting them first.
+    pub(crate) fn sketch_with(&self, fill: impl FnOnce(&mut Bins<'_>)) -> Vec<u8> {
         thread_local! {
-            // The bins' minima (all empty between calls) and the bins a call touched, reused:
+            // The bins' minima (all empty between calls) and the bins a call filled, reused:
             // a sketch per document would allocate 4 KiB otherwise.
             static BINS: std::cell::RefCell<(Vec<u64>, Vec<u32>)> =
                 const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
         }
-        let shift = 64 - self.bins.trailing_zeros();
         let values = u128::from((1u32 << self.bits) - 1);
         let bits = self.bits as usize;
         let mut out = vec![0u8; self.bytes()];
-        BINS.with_borrow_mut(|(min, touched)| {
+        BINS.with_borrow_mut(|(min, filled)| {
             min.resize(self.bins as usize, u64::MAX);
-            touched.clear();
-            touched.resize(set.len().min(self.bins as usize) + 1, 0);
-            let mut n = 0;
-            for &h in set {
-                let bin = (h >> shift) as usize;
-                let rest = h << (64 - shift) >> (64 - shift);
-                // Remember a bin the first time it fills (no branch: the slot is written
-                // anyway and kept only then).
-                touched[n] = bin as u32;
-                n += usize::from(min[bin] == u64::MAX);
-                min[bin] = min[bin].min(rest);
-                n = n.min(touched.len() - 1);
-            }
+            filled.clear();
+            filled.reserve(self.bins as usize);
+            fill(&mut Bins {
+                min,
+                filled,
+                shift: 64 - self.bins.trailing_zeros(),
+            });
             // Only the filled bins: a short document leaves most of them empty, and visiting
             // every bin (with a mispredicted branch per bin) was most of a sketch's time.
-            for &bin in &touched[..n] {
+            for &bin in filled.iter() {
                 let bin = bin as usize;
                 // 1 + ⌊mix64(m) · (2^bits − 1) / 2^64⌋: uniform in 1..2^bits, no division.
                 let v = 1 + ((u128::from(crate::checksum::mix64(min[bin])) * values) >> 64);

@@ -165,15 +165,19 @@ pub(crate) fn features_and_set(text: &str, n: usize, m: usize) -> (Vec<(u64, u64
     })
 }
 
-/// [`shingle_features`] with shingle size `n`, and the hashes of the text's `m`-shingles in
-/// text order, repeats included (for a sketch, which needs no counts and no order), from one
-/// tokenizing.
-pub(crate) fn features_and_shingles(text: &str, n: usize, m: usize) -> (Vec<(u64, u64)>, Vec<u64>) {
+/// [`shingle_features`] with shingle size `n`, calling `shingle` with the hash of each of the
+/// text's `m`-shingles in text order, repeats included (for a sketch, which needs no counts and
+/// no order), from one tokenizing.
+pub(crate) fn features_and_shingles(
+    text: &str,
+    n: usize,
+    m: usize,
+    shingle: impl FnMut(u64),
+) -> Vec<(u64, u64)> {
     with_tokens(text, |toks, counts| {
         let feats = features_of(toks, counts, n);
-        let mut hashes = Vec::with_capacity(toks.len());
-        each_shingle(toks, m, |h| hashes.push(h));
-        (feats, hashes)
+        each_shingle(toks, m, shingle);
+        feats
     })
 }
 

@@ -119,8 +119,12 @@ impl Recipe {
         use rayon::prelude::*;
         let plain = Recipe::new(shingle, html, sketch, None)?;
         let texts: Vec<&str> = sample.into_iter().collect();
+        // One counter per thread: rayon's default splits made dozens, and merging their maps
+        // (hundreds of thousands of features each) took most of the learning time.
+        let per_thread = texts.len().div_ceil(rayon::current_num_threads()).max(1);
         let df = texts
             .par_iter()
+            .with_min_len(per_thread)
             .fold(DfCounter::default, |mut df, text| {
                 let text = plain.visible(text);
                 let mut f: Vec<u64> = plain
@@ -173,11 +177,16 @@ impl Recipe {
     /// [`crate::dedup::verify::shingle_set`] gives it), from one tokenizing.
     pub fn hash(&self, text: &str) -> Hashed {
         let text = self.visible(text);
-        let (feats, shingles) =
-            crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE);
+        let mut feats = Vec::new();
+        let sketch = self.sketch.sketch_with(|bins| {
+            feats =
+                crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE, |h| {
+                    bins.add(h)
+                });
+        });
         Hashed {
             fingerprint: self.hasher.try_hash_features(feats),
-            sketch: self.sketch.sketch(&shingles),
+            sketch,
         }
     }
 
