@@ -224,41 +224,48 @@ fn errors_print_their_cause_once() {
     );
 }
 
-/// A failed background compaction is reported by the next call instead of vanishing.
+/// A failed background compaction is reported by the next call instead of vanishing: the next
+/// write, or a flush (what a caller done writing calls).
 #[test]
 fn background_compaction_errors_reach_the_next_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s");
-    Store::create(&path, &CreateOptions::default()).unwrap();
-    let store = Arc::new(
-        Store::open(
-            &path,
-            &StoreOptions::default()
-                .with_sync(SyncPolicy::Manual)
-                .with_max_delta(10),
-        )
-        .unwrap(),
-    );
-    let _compactor = store.start_background_compaction();
-    // A file where the next generation's directory goes makes that compaction fail.
-    std::fs::write(path.join("gen-000001"), "in the way").unwrap();
-    for i in 0..10u64 {
-        store.insert(i << 20, i).unwrap();
-    }
-    let mut reported = None;
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        if let Err(e) = store.insert(1, 99) {
-            reported = Some(e);
-            break;
+    for by_flush in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        Store::create(&path, &CreateOptions::default()).unwrap();
+        let store = Arc::new(
+            Store::open(
+                &path,
+                &StoreOptions::default()
+                    .with_sync(SyncPolicy::Manual)
+                    .with_max_delta(10),
+            )
+            .unwrap(),
+        );
+        let _compactor = store.start_background_compaction();
+        // A file where the next generation's directory goes makes that compaction fail.
+        std::fs::write(path.join("gen-000001"), "in the way").unwrap();
+        for i in 0..10u64 {
+            store.insert(i << 20, i).unwrap();
         }
+        let mut reported = None;
+        for _ in 0..100 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let r = match by_flush {
+                true => store.flush(),
+                false => store.insert(1, 99),
+            };
+            if let Err(e) = r {
+                reported = Some(e);
+                break;
+            }
+        }
+        let e = reported.expect("the background failure is reported");
+        assert!(e.to_string().contains("gen-000001"), "{e}");
+        // Once the obstacle is gone, compaction works again and nothing was lost.
+        std::fs::remove_file(path.join("gen-000001")).unwrap();
+        store.compact().unwrap();
+        assert_eq!(store.ids_of(5 << 20).unwrap(), vec![5]);
     }
-    let e = reported.expect("the background failure is reported");
-    assert!(e.to_string().contains("gen-000001"), "{e}");
-    // Once the obstacle is gone, compaction works again and nothing was lost.
-    std::fs::remove_file(path.join("gen-000001")).unwrap();
-    store.compact().unwrap();
-    assert_eq!(store.ids_of(5 << 20).unwrap(), vec![5]);
 }
 
 /// An index read into memory is immune to its files being cut underneath (a mapped one would

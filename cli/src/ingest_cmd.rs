@@ -226,9 +226,10 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             start.elapsed()
         );
     }
-    // The process ends next: the store is synced (above) and its lock goes with the process,
-    // so its memory is left to the OS instead of being freed piece by piece (a delta of a
-    // million documents took half a second to free).
+    // The process ends next: the store is synced and checked (`flush` above reports a failed
+    // background compaction as `close` would) and its lock goes with the process, so its
+    // memory is left to the OS instead of being freed piece by piece (a delta of a million
+    // documents took 0.4 s to free).
     std::mem::forget(store);
     Ok(())
 }

@@ -139,13 +139,16 @@ impl Store {
         })
     }
 
-    /// Sync every acknowledged write to stable storage.
+    /// Sync every acknowledged write to stable storage; then report a failed background
+    /// compaction not reported yet (as the next write would: the writes are in the log
+    /// either way), so that a caller done writing learns of it without closing the store.
     pub fn flush(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
         self.check_not_forked()?;
-        self.durability.sync_to(self.durability.appended_end())
+        self.durability.sync_to(self.durability.appended_end())?;
+        self.take_background_error()
     }
 }
 
