@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::delta::Layer;
 use super::docs::DocMeta;
 use super::open::perms_of;
+use super::pigeonhole::Pigeonhole;
 use super::wal::{Put, Record};
 use super::*;
 use crate::error::{Error, Result};
@@ -256,12 +257,12 @@ impl Store {
         // work there, instead of each waking a pool thread while this one sleeps (measured:
         // a few percent of an ingest's CPU went to those wake-ups).
         rayon::scope(|_| {
-            let mut scratch = Scratch::new(perms_of(&self.generation()));
+            let mut scratch = Scratch::new(perms_of(&self.generation()), k);
             let mut out = Vec::with_capacity(docs.len());
             let mut hashed = chunks.first().map(|c| hash(c));
             for (j, chunk) in chunks.iter().enumerate() {
                 if store {
-                    scratch = Scratch::new(perms_of(&self.generation()));
+                    scratch.restart(perms_of(&self.generation()));
                 }
                 let this = hashed.take().unwrap_or_default();
                 let (next, verdicts) = rayon::join(
@@ -398,16 +399,18 @@ fn caller_id(n: u64, d: &DocMeta) -> DocId {
 }
 
 /// The new documents of a call not yet in the store. Those of the current group of documents
-/// are compared by a scan of their fingerprints (a group is at most 4096: cheaper than building
-/// a layer's tables for them, measured); a check-only call longer than a group keeps the
-/// earlier groups' documents in a layer probed like the store's delta.
+/// are compared through a pigeonhole index of their fingerprints (or, for k > 8, a scan of
+/// them; a group is at most 4096: cheaper than building a layer's tables for them, measured);
+/// a check-only call longer than a group keeps the earlier groups' documents in a layer probed
+/// like the store's delta.
 struct Scratch {
     tables: Vec<(crate::Permutation, u32)>,
     /// Every new document of the call: (fingerprint, store id, caller's id, sketch).
     docs: Vec<(u64, u64, DocId, Arc<[u8]>)>,
-    /// Their fingerprints alone, what the scan reads: contiguous, a group's fit in L1 (read
-    /// out of `docs`, the scan strode over 48-byte entries).
-    fps: Vec<u64>,
+    /// The current group's fingerprints (`docs[older_len..]`), indexed, or for a k too large
+    /// for that, scanned: contiguous, they fit in L1 (read out of `docs`, the scan strode over
+    /// 48-byte entries).
+    recent: Recent,
     /// Whether each is still the latest put of its store id.
     live: Vec<bool>,
     /// Store id → index in `docs` of its latest put.
@@ -417,16 +420,44 @@ struct Scratch {
     older_len: usize,
 }
 
+/// See [`Scratch::recent`].
+enum Recent {
+    Indexed(Pigeonhole),
+    Scanned(Vec<u64>),
+}
+
 impl Scratch {
-    fn new(tables: Vec<(crate::Permutation, u32)>) -> Scratch {
+    fn new(tables: Vec<(crate::Permutation, u32)>, k: u32) -> Scratch {
         Scratch {
             tables,
             docs: Vec::new(),
-            fps: Vec::new(),
+            recent: match Pigeonhole::new(k) {
+                Some(p) => Recent::Indexed(p),
+                None => Recent::Scanned(Vec::new()),
+            },
             live: Vec::new(),
             by_id: HashMap::new(),
             older: None,
             older_len: 0,
+        }
+    }
+
+    /// Empty again, for tables `tables`; the index keeps its memory (a group's heads are a
+    /// megabyte at k = 3: allocating them afresh per group cost page faults).
+    fn restart(&mut self, tables: Vec<(crate::Permutation, u32)>) {
+        self.tables = tables;
+        self.docs.clear();
+        self.live.clear();
+        self.by_id.clear();
+        self.older = None;
+        self.older_len = 0;
+        self.clear_recent();
+    }
+
+    fn clear_recent(&mut self) {
+        match &mut self.recent {
+            Recent::Indexed(p) => p.clear(),
+            Recent::Scanned(fps) => fps.clear(),
         }
     }
 
@@ -439,7 +470,10 @@ impl Scratch {
             }
         }
         self.docs.push((fp, n, id, sketch));
-        self.fps.push(fp);
+        match &mut self.recent {
+            Recent::Indexed(p) => p.push(fp),
+            Recent::Scanned(fps) => fps.push(fp),
+        }
         self.live.push(true);
     }
 
@@ -453,10 +487,11 @@ impl Scratch {
             }
         }
         self.older_len = self.docs.len();
+        self.clear_recent();
     }
 
     fn best(
-        &self,
+        &mut self,
         store: &Store,
         fp: u64,
         sketch: &[u8],
@@ -465,12 +500,16 @@ impl Scratch {
         shape: crate::dedup::sketch::SketchShape,
     ) -> Result<Option<Candidate>> {
         let mut near: Vec<(usize, u32)> = Vec::new();
-        let recent = &self.fps[self.older_len..];
-        within(recent.iter().copied(), fp, k, |i, d| {
-            if self.live[self.older_len + i] {
-                near.push((self.older_len + i, d));
+        let (live, from) = (&self.live, self.older_len);
+        let keep = |i: usize, d: u32| {
+            if live[from + i] {
+                near.push((from + i, d));
             }
-        });
+        };
+        match &mut self.recent {
+            Recent::Indexed(p) => p.within(fp, keep),
+            Recent::Scanned(fps) => within(fps.iter().copied(), fp, k, keep),
+        }
         if let Some(layer) = &self.older {
             let g = store.generation();
             g.index().probe(layer, fp, k, &mut Work::default(), |m| {

@@ -36,6 +36,7 @@ mod multimap;
 internal_mod!(ids);
 mod open;
 mod options;
+mod pigeonhole;
 internal_mod!(storage);
 mod query;
 mod recipe;
