@@ -186,6 +186,7 @@ fn a_killed_ingest_loses_no_acknowledged_document() {
         "{} left out",
         left_out.len()
     );
+    // Steps of 4096 documents (409 or 410 lines each), so that the kill lands mid-run.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simdex"))
         .args([
             "ingest",
@@ -194,6 +195,8 @@ fn a_killed_ingest_loses_no_acknowledged_document() {
             "--jsonl",
             "--verify",
             "jaccard:0.9",
+            "--batch",
+            "4096",
             "--quiet",
         ])
         .current_dir(d)
@@ -201,14 +204,18 @@ fn a_killed_ingest_loses_no_acknowledged_document() {
         .spawn()
         .unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    // Past the first chunks (4096 documents, 409 or 410 lines each), then kill.
+    // Past the first steps, then kill: before the input's end (the kill was mid-run).
     let mut last = String::new();
     for _ in 0..1000 {
         last.clear();
         out.read_line(&mut last).unwrap();
     }
     child.kill().unwrap();
-    child.wait().unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "ingest ended before the kill: {status:?}"
+    );
     let acked = ids
         .iter()
         .position(|i| last.starts_with(&format!("{i}\t")))
