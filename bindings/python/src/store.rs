@@ -450,7 +450,8 @@ impl PyStore {
         with_store(py, self, None, |s| s.compact().map(|g| g.is_some()))
     }
 
-    /// Sync every acknowledged write to stable storage.
+    /// Sync every acknowledged write to stable storage; raises for a failed background
+    /// compaction not reported yet (the writes are in the log either way).
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         with_store(py, self, None, |s| s.flush())
     }

@@ -228,7 +228,8 @@ class Store:
     def compact(self) -> bool:
         """Fold the write-ahead log into a new generation; False if there was nothing."""
     def flush(self) -> None:
-        """Sync every acknowledged write to stable storage."""
+        """Sync every acknowledged write to stable storage; raises simdex.Error for a failed
+        background compaction not reported yet (the writes are in the log either way)."""
     def close(self) -> None:
         """Sync and close; later calls raise simdex.Error. Idempotent."""
     def stats(self) -> dict[str, Any]:
