@@ -347,4 +347,12 @@ fn refusals() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("taken by the document"), "{e}");
+    // Raw pairs are refused: they would bypass the recipe and carry no sketch.
+    for e in [
+        s.insert(0xfeed, n).unwrap_err(),
+        s.insert_many(&[(0xfeed, 77)]).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("a document store"), "{e}");
+    }
+    assert!(s.ids_of(0xfeed).unwrap().is_empty());
 }

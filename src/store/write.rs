@@ -17,19 +17,36 @@ impl Store {
     /// Queries in this process see the pair from the moment its log record is appended, which
     /// under [`SyncPolicy::PerWrite`] is before the fsync this call waits for (see
     /// format-spec/store.md, "What other readers see").
+    ///
+    /// A document store refuses raw pairs: its fingerprints come from its recipe, and a pair
+    /// without a document could be neither verified nor told apart from one.
     pub fn insert(&self, fp: u64, id: u64) -> Result<()> {
+        self.check_raw_insert()?;
         self.write(std::iter::once(Record::Insert(vec![(fp, id)])))
     }
 
     /// Store many pairs. They are logged and applied in records of up to 256 pairs, each
     /// atomic, so that no query waits behind a large call (a concurrent query may see some of
     /// the records and not yet others); under per-write sync the call syncs once, at the end.
+    /// A document store refuses them, as [`insert`](Self::insert).
     pub fn insert_many(&self, pairs: &[(u64, u64)]) -> Result<()> {
+        self.check_raw_insert()?;
         self.write(
             pairs
                 .chunks(MAX_PAIRS_PER_RECORD)
                 .map(|c| Record::Insert(c.to_vec())),
         )
+    }
+
+    fn check_raw_insert(&self) -> Result<()> {
+        match self.recipe {
+            Some(_) => Err(Error::InvalidArgument(format!(
+                "{} is a document store: its fingerprints are made from documents by its \
+                 recipe; put documents with ingest (raw fingerprint pairs are refused)",
+                self.dir.display()
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Delete every pair of document `id` (a no-op if there is none).

@@ -393,6 +393,9 @@ def test_document_store_ingest(tmp_path: Path) -> None:
         # Checked again: every stored page is its own duplicate.
         again = s.ingest(ids, texts, verify=0.9, check_only=True)
         assert all(m is not None for m in again["matched"])
+        # Raw fingerprints would bypass the recipe: refused.
+        with pytest.raises(simdex.InvalidArgument, match="document store"):
+            s.insert(np.array([0xFEED], dtype=np.uint64), np.array([7], dtype=np.uint64))
     # Reopened with another recipe setting: refused; numeric ids work too.
     with pytest.raises(simdex.InvalidArgument):
         simdex.Store(path, documents=True, shingle=3)

@@ -182,7 +182,8 @@ class Store:
     def insert(self, fingerprints: _U64, ids: _U64) -> None:
         """Store ``fingerprints[i]`` for document ``ids[i]``; durable per ``sync``. ``ids``
         may be int64 if none is negative. Ctrl-C stops a long call between steps of 65 536
-        pairs (KeyboardInterrupt); the steps before it stay applied."""
+        pairs (KeyboardInterrupt); the steps before it stay applied. A document store refuses
+        raw fingerprints (InvalidArgument): use ``ingest``."""
     def ingest(
         self,
         ids: _U64 | Sequence[int] | Sequence[str] | Any,
