@@ -167,23 +167,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
             // The corpus's IDF sample (format-spec/simhash.md), as `dedup` learns it.
             let digests: Vec<u64> = docs.par_iter().map(|d| text_digest(&d.text)).collect();
             let bound = sample_bound(&digests, IDF_SAMPLE_DOCS);
-            let counter = docs
-                .par_iter()
-                .zip(&digests)
-                .filter(|&(_, &g)| bound.is_none_or(|b| g <= b))
-                .fold(DfCounter::default, |mut c, (d, _)| {
-                    let f: Vec<u64> = plain
-                        .features(&d.text)
-                        .into_iter()
-                        .map(|(f, _)| f)
-                        .collect();
-                    c.add(&f);
-                    c
+            let counter = DfCounter::count_parallel(docs.len(), |i| {
+                bound.is_none_or(|b| digests[i] <= b).then(|| {
+                    let feats = plain.features(&docs[i].text);
+                    feats.into_iter().map(|(f, _)| f).collect()
                 })
-                .reduce(DfCounter::default, |mut a, b| {
-                    a.merge(b);
-                    a
-                });
+            });
             Some(Arc::new(counter.finish_for(n, docs.len() as u64)))
         } else {
             None

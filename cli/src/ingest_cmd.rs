@@ -65,7 +65,7 @@ pub struct IngestArgs {
     /// a chunk at a time as it is stored, if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Log sync policy: per-write (the default: every batch of 65536 documents is durable
+    /// Log sync policy: per-write (the default: every step of --batch documents is durable
     /// before its lines are written), group:<ms> or manual.
     #[arg(long, default_value = "per-write", value_parser = crate::store_cmd::parse_sync)]
     pub sync: SyncPolicy,

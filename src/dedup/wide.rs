@@ -63,13 +63,7 @@ fn plan_and_cost(n: u64, k: u32) -> (Plan, f64) {
     // m = k + 1 blocks need no flips at all; more only shrink the buckets further.
     (min_m..=(k + 1).clamp(min_m, 64))
         .map(|m| {
-            let blocks: Vec<(u32, u32)> = (0..m)
-                .scan(64u32, |top, i| {
-                    let w = 64 / m + u32::from(i < 64 % m);
-                    *top -= w;
-                    Some((*top, w))
-                })
-                .collect();
+            let blocks = even_blocks(m);
             let radius = k / m;
             let cost: f64 = blocks
                 .iter()
@@ -82,6 +76,18 @@ fn plan_and_cost(n: u64, k: u32) -> (Plan, f64) {
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .expect("at least one block count")
+}
+
+/// The 64 bits cut into `m` (1..=64) blocks as even as possible (the first `64 mod m` a bit
+/// wider), from the top: `(shift, width)` each, a block's value being `(fp >> shift) & mask`.
+pub(crate) fn even_blocks(m: u32) -> Vec<(u32, u32)> {
+    (0..m)
+        .scan(64u32, |top, i| {
+            let w = 64 / m + u32::from(i < 64 % m);
+            *top -= w;
+            Some((*top, w))
+        })
+        .collect()
 }
 
 /// Every XOR mask of `w` bits with at most `r` bits set, 0 first.

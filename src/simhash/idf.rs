@@ -248,6 +248,31 @@ impl DfCounter {
         }
     }
 
+    /// Count, on all cores, the documents `0..n` for which `features` gives their features
+    /// (`None`: the document is not counted). One counter per thread: rayon's default splits
+    /// made dozens, and merging their maps (hundreds of thousands of features each) took most
+    /// of the time (store creation from 12 288 documents: 0.42 → 0.26 s).
+    pub fn count_parallel(
+        n: usize,
+        features: impl Fn(usize) -> Option<Vec<u64>> + Sync,
+    ) -> DfCounter {
+        use rayon::prelude::*;
+        let per_thread = n.div_ceil(rayon::current_num_threads()).max(1);
+        (0..n)
+            .into_par_iter()
+            .with_min_len(per_thread)
+            .fold(DfCounter::default, |mut df, i| {
+                if let Some(f) = features(i) {
+                    df.add(&f);
+                }
+                df
+            })
+            .reduce(DfCounter::default, |mut a, b| {
+                a.merge(b);
+                a
+            })
+    }
+
     /// Count `copies` documents with these distinct features (ascending, no repeats).
     pub fn add_copies(&mut self, distinct: &[u64], copies: u64) {
         self.docs += copies;

@@ -9,7 +9,7 @@
 //! texts ─► recipe: fingerprint + sketch (all cores)
 //!       ─► store: fingerprints within k, their documents' sketches, similarity (all cores)
 //!       ─► in order: the best match, or a match among the call's earlier new documents
-//!          (a scan of the group's fingerprints)
+//!          (the group's in a pigeonhole index, see `Scratch`)
 //!       ─► new documents are put (one log record per 256), duplicates are not
 //! ```
 //!

@@ -37,18 +37,15 @@ impl Pigeonhole {
         if k > 8 {
             return None;
         }
-        let n = k + 1;
-        let mut blocks = Vec::with_capacity(n as usize);
-        let mut starts = Vec::with_capacity(n as usize);
-        let (mut top, mut buckets) = (0, 0);
-        for b in 0..n {
-            // Widths differ by at most one bit: the first 64 mod n blocks get the extra one.
-            let width = 64 / n + u32::from(b < 64 % n);
+        let mut blocks = Vec::new();
+        let mut starts = Vec::new();
+        let mut buckets = 0;
+        for (shift, width) in crate::dedup::wide::even_blocks(k + 1) {
+            // A bucket is the block's value, or its top 16 bits for a wider block.
             let bits = width.min(16);
-            blocks.push((64 - top - bits, bits));
+            blocks.push((shift + width - bits, bits));
             starts.push(buckets);
             buckets += 1 << bits;
-            top += width;
         }
         Some(Pigeonhole {
             k,

@@ -116,32 +116,19 @@ impl Recipe {
         sketch: SketchShape,
         sample: impl IntoIterator<Item = &'a str>,
     ) -> Result<Recipe> {
-        use rayon::prelude::*;
         let plain = Recipe::new(shingle, html, sketch, None)?;
         let texts: Vec<&str> = sample.into_iter().collect();
-        // One counter per thread: rayon's default splits made dozens, and merging their maps
-        // (hundreds of thousands of features each) took most of the learning time.
-        let per_thread = texts.len().div_ceil(rayon::current_num_threads()).max(1);
-        let df = texts
-            .par_iter()
-            .with_min_len(per_thread)
-            .fold(DfCounter::default, |mut df, text| {
-                let text = plain.visible(text);
-                let mut f: Vec<u64> = plain
+        let df = DfCounter::count_parallel(texts.len(), |i| {
+            let text = plain.visible(texts[i]);
+            Some(
+                plain
                     .hasher
                     .features(&text)
                     .into_iter()
                     .map(|(h, _)| h)
-                    .collect();
-                f.sort_unstable();
-                f.dedup();
-                df.add(&f);
-                df
-            })
-            .reduce(DfCounter::default, |mut a, b| {
-                a.merge(b);
-                a
-            });
+                    .collect(),
+            )
+        });
         Recipe::new(shingle, html, sketch, Some(Arc::new(df.finish(shingle))))
     }
 
