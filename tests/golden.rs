@@ -13,6 +13,8 @@ struct Vector {
     block_size: u32,
     permutation: Permutation,
     codec: Codec,
+    /// Keys per segment: 0 for format 1, else a format-2 table.
+    segment_keys: u32,
 }
 
 fn vectors() -> Vec<Vector> {
@@ -22,36 +24,63 @@ fn vectors() -> Vec<Vector> {
             block_size: 128,
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
+            segment_keys: 0,
         },
         Vector {
             name: "v1-one-key",
             block_size: 128,
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
+            segment_keys: 0,
         },
         Vector {
             name: "v1-worked-example",
             block_size: 128,
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
+            segment_keys: 0,
         },
         Vector {
             name: "v1-multi-block",
             block_size: 128,
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::HDelta,
+            segment_keys: 0,
         },
         Vector {
             name: "v1-gap-worked-example",
             block_size: 128,
             permutation: Permutation::identity(),
             codec: Codec::Gap,
+            segment_keys: 0,
         },
         Vector {
             name: "v1-gap-multi-block",
             block_size: 128,
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::Gap,
+            segment_keys: 0,
+        },
+        Vector {
+            name: "v2-worked-example",
+            block_size: 128,
+            permutation: Permutation::identity(),
+            codec: Codec::HDelta,
+            segment_keys: 2,
+        },
+        Vector {
+            name: "v2-multi-block",
+            block_size: 256,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::HDelta,
+            segment_keys: 5,
+        },
+        Vector {
+            name: "v2-gap-multi-block",
+            block_size: 256,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::Gap,
+            segment_keys: 5,
         },
     ]
 }
@@ -75,14 +104,14 @@ fn source_keys(v: &Vector) -> Vec<u64> {
     let mut keys = match v.name {
         "v1-empty" => vec![],
         "v1-one-key" => vec![0x0123_4567_89AB_CDEF],
-        "v1-worked-example" | "v1-gap-worked-example" => vec![
+        "v1-worked-example" | "v1-gap-worked-example" | "v2-worked-example" => vec![
             0x1000_0000_0000_0000,
             0x1000_0000_0000_0001,
             0x1000_0000_0000_01A5,
             0x1A2B_3C4D_5E6F_7081,
             0x1A2B_3C4D_5E6F_70F0,
         ],
-        "v1-multi-block" | "v1-gap-multi-block" => {
+        "v1-multi-block" | "v1-gap-multi-block" | "v2-multi-block" | "v2-gap-multi-block" => {
             let mut s = 7;
             (0..300)
                 .map(|_| v.permutation.apply(splitmix(&mut s)))
@@ -102,12 +131,17 @@ fn golden_vectors_decode_and_reproduce() {
         let opts = TableOptions::default()
             .with_block_size(v.block_size)
             .with_permutation(v.permutation.clone())
-            .with_codec(v.codec);
+            .with_codec(v.codec)
+            .with_segment_keys(v.segment_keys);
         let bin = dir().join(format!("{}.sxt", v.name));
         if regen {
             let keys = source_keys(&v);
+            let segments = match v.segment_keys {
+                0 => String::new(),
+                s => format!(", {s} keys per segment"),
+            };
             let mut txt = format!(
-                "# {}: {} keys, block size {}, hex, ascending\n",
+                "# {}: {} keys, block size {}{segments}, hex, ascending\n",
                 v.name,
                 keys.len(),
                 v.block_size
@@ -131,6 +165,7 @@ fn golden_vectors_decode_and_reproduce() {
         assert_eq!(t.permutation(), &v.permutation, "{}", v.name);
         assert_eq!(t.block_size(), v.block_size);
         assert_eq!(t.codec(), v.codec);
+        assert_eq!(t.segment_keys(), v.segment_keys, "{}", v.name);
         assert!(
             table::build_bytes(&keys, &opts).unwrap() == bytes,
             "{}: writer no longer reproduces the vector",

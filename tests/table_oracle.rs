@@ -56,19 +56,30 @@ fn probe_points<D: AsRef<[u8]>>(t: &Table<D>, keys: &[u64], seed: u64) -> Vec<u6
 }
 
 /// Check `keys` at `block_size` with every codec.
+/// Every codec, unsegmented (format 1) and in segments of 2 and 16 keys (format 2).
 fn check_table(name: &str, keys: &[u64], block_size: u32) {
     for codec in Codec::ALL {
-        check_table_with(name, keys, block_size, codec);
+        for segment_keys in [0, 2, 16] {
+            if segment_keys > 0 && block_size > 8192 {
+                continue;
+            }
+            check_table_with(name, keys, block_size, codec, segment_keys);
+        }
     }
 }
 
-fn check_table_with(name: &str, keys: &[u64], block_size: u32, codec: Codec) {
-    let o = TableOptions::default().with_codec(codec);
+fn check_table_with(name: &str, keys: &[u64], block_size: u32, codec: Codec, segment_keys: u32) {
+    let o = TableOptions::default()
+        .with_block_size(block_size)
+        .with_codec(codec)
+        .with_segment_keys(segment_keys);
     let bytes = table::build_bytes(keys, &o).unwrap();
     let t = Table::from_bytes(&bytes).unwrap();
     assert_eq!(t.codec(), codec);
+    assert_eq!(t.block_size(), block_size);
+    assert_eq!(t.segment_keys(), segment_keys);
     let set: BTreeSet<u64> = keys.iter().copied().collect();
-    let ctx = format!("{name} B={block_size} codec {codec}");
+    let ctx = format!("{name} B={block_size} codec {codec} S={segment_keys}");
     assert_eq!(t.len(), set.len() as u64, "{ctx}");
     assert_eq!(collect(t.iter()), keys, "{ctx}: full iteration");
     assert_eq!(t.verify().unwrap().keys, keys.len() as u64, "{ctx}");
@@ -327,15 +338,16 @@ fn key_sets() -> impl Strategy<Value = Vec<u64>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
-    fn prop_round_trip_and_ranges(keys in key_sets(), bs_i in 0usize..4, gap in any::<bool>(), a in any::<u64>(), b in any::<u64>(), bits in 0u32..=64) {
+    fn prop_round_trip_and_ranges(keys in key_sets(), bs_i in 0usize..4, gap in any::<bool>(), s_i in 0usize..4, a in any::<u64>(), b in any::<u64>(), bits in 0u32..=64) {
         let bs = [128u32, 256, 1024, 4096][bs_i];
+        let segment_keys = [0u32, 2, 5, 16][s_i];
         let codec = if gap { Codec::Gap } else { Codec::HDelta };
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         let dups = sorted.len();
         sorted.dedup();
         let cur = std::io::Cursor::new(Vec::new());
-        let (cur, summary) = table::build_to(cur, &opts(bs).with_codec(codec), || Ok({
+        let (cur, summary) = table::build_to(cur, &opts(bs).with_codec(codec).with_segment_keys(segment_keys), || Ok({
             let mut v = keys.clone();
             v.sort_unstable();
             v

@@ -44,6 +44,11 @@ pub struct LayoutArgs {
     /// queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,
+    /// Keys per segment of a block (format 2: a skip entry every N keys, so that a probe
+    /// decodes about N / 2 keys to reach its range, however large the block), 0 for none
+    /// (format 1), or auto: 16 for blocks of 1024..=8192 bytes, else none.
+    #[arg(long, default_value = "auto")]
+    pub segment_keys: String,
     /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).
     #[arg(long, default_value = "h-delta")]
     pub codec: simdex::codec::Codec,
@@ -59,6 +64,7 @@ impl LayoutArgs {
                 name => DesignChoice::Named(name.to_string()),
             })
             .with_block_size(crate::util::parse_block_size(&self.block_size)?)
+            .with_segment_keys(crate::util::parse_segment_keys(&self.segment_keys)?)
             .with_codec(self.codec)
             .with_mem_bytes(mem_bytes)
             .with_progress(crate::progress::handle(progress)))

@@ -37,7 +37,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     let r = if a.json {
         writeln!(
             w,
-            "{{\"fingerprints\":{},\"design\":\"{}\",\"k\":{},\"radius\":{},\"tables\":{},\"block_size\":{},\
+            "{{\"fingerprints\":{},\"design\":\"{}\",\"k\":{},\"radius\":{},\"tables\":{},\"block_size\":{},\"segment_keys\":{},\
              \"disk_bytes\":{},\"bits_per_fingerprint_per_table\":{:.4},\"information_bound_bits\":{:.4},\
              \"memory_bytes\":{},\"probes_per_query\":{}}}",
             s.keys,
@@ -46,6 +46,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             s.radius,
             s.tables,
             s.block_size,
+            s.segment_keys,
             s.disk_bytes,
             s.bits_per_key_per_table,
             simdex::table::information_bound(s.keys),
@@ -62,7 +63,14 @@ pub fn stats(a: StatsArgs) -> Result<()> {
                     s.design, s.tables, s.k, s.radius, s.probes_per_query
                 )
             })
-            .and_then(|_| writeln!(w, "block size       {} bytes", s.block_size))
+            .and_then(|_| match s.segment_keys {
+                0 => writeln!(w, "block size       {} bytes", s.block_size),
+                n => writeln!(
+                    w,
+                    "block size       {} bytes, segments of {n} keys",
+                    s.block_size
+                ),
+            })
             .and_then(|_| {
                 writeln!(
                     w,

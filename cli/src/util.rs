@@ -48,6 +48,20 @@ pub fn parse_block_size(s: &str) -> Result<Option<u32>> {
     Ok(Some(b))
 }
 
+/// `auto` or a segment length in keys (checked against a block size at build).
+pub fn parse_segment_keys(s: &str) -> Result<Option<u32>> {
+    if s == "auto" {
+        return Ok(None);
+    }
+    let n: u32 = s.parse().map_err(|_| {
+        Error::InvalidArgument(format!(
+            "segment length {s:?} is not auto or a number of keys"
+        ))
+    })?;
+    simdex::table::check_segment_keys(n, simdex::table::MAX_SEGMENTED_BLOCK_SIZE)?;
+    Ok(Some(n))
+}
+
 /// Buffered stdout.
 pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
     BufWriter::with_capacity(1 << 16, io::stdout().lock())

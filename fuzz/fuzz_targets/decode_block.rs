@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use simdex::table::block::{BlockDecoder, block_crc};
+use simdex::table::block::{BlockDecoder, Layout, block_crc};
 use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, DecodeTable};
 
@@ -25,7 +25,23 @@ fuzz_target!(|data: &[u8]| {
     block[..n].copy_from_slice(&rest[..n]);
     let crc = block_crc(176, &block[..size - 4]);
     block[size - 4..].copy_from_slice(&crc.to_le_bytes());
-    let Ok(mut d) = BlockDecoder::new(&block, 0, 176, codec, &table) else { return };
+    // Format 1, or format 2 with S and the footer's last key taken from the input.
+    let layout = match freq_bytes[1] {
+        0..=127 => Layout::UNSEGMENTED,
+        s => Layout {
+            segment_keys: (s as u32 - 126).min(64),
+            last: u64::from_le_bytes(freq_bytes[8..16].try_into().unwrap()),
+        },
+    };
+    let Ok(mut d) = BlockDecoder::new(&block, 0, 176, codec, &table, layout) else { return };
+    // A probe's start: the segment an arbitrary key selects.
+    let mut seeking = d.clone();
+    seeking.seek(u64::from_le_bytes(freq_bytes[16..24].try_into().unwrap()));
+    let mut prev: Option<u64> = None;
+    while let Ok(Some(k)) = seeking.next() {
+        assert!(prev.is_none_or(|p| k > p), "keys must ascend");
+        prev = Some(k);
+    }
     let mut prev: Option<u64> = None;
     while let Ok(Some(k)) = d.next() {
         assert!(prev.is_none_or(|p| k > p), "keys must ascend");

@@ -17,8 +17,10 @@ pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
 /// searches the last keys.
 const READER_BYTES_PER_BLOCK: f64 = 9.0;
-/// Block sizes [`auto_block_size`] chooses from, smallest (fastest queries) first.
-pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// Block sizes [`auto_block_size`] chooses from, smallest first: both cut into segments of
+/// [`AUTO_SEGMENT_KEYS`], so that a probe decodes as little as in the 256-byte blocks of
+/// format 1 (BENCHMARKS.md, issue 29), in bound + 3.4 bits per key instead of bound + 5.8.
+pub const AUTO_BLOCK_SIZES: [u32; 2] = [4096, 8192];
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information
 /// bound plus the measured ~2.5 bits of h-delta overhead per key, after the 16 bytes of block
@@ -28,14 +30,30 @@ pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
     (block_size as f64 - 16.0) * 8.0 / bits + 1.0
 }
 
+/// Keys per segment [`auto_segment_keys`] gives blocks large enough to be cut: at 4096-byte
+/// blocks, 16 keys were 3-7% faster than 20 but cost bound + 3.7 bits per key (1M, 10M
+/// uniform keys); 20 cost bound + 3.4, 24 bound + 3.2 at format 1's speed (BENCHMARKS.md).
+pub const AUTO_SEGMENT_KEYS: u32 = 20;
+/// The smallest block size [`auto_segment_keys`] cuts into segments.
+pub const AUTO_SEGMENT_MIN_BLOCK: u32 = 1024;
+
+/// Keys per segment for tables of blocks of `block_size` bytes: [`AUTO_SEGMENT_KEYS`] from
+/// [`AUTO_SEGMENT_MIN_BLOCK`] to the largest block a segmented table may use, else none.
+pub fn auto_segment_keys(block_size: u32) -> u32 {
+    if (AUTO_SEGMENT_MIN_BLOCK..=crate::table::MAX_SEGMENTED_BLOCK_SIZE).contains(&block_size) {
+        AUTO_SEGMENT_KEYS
+    } else {
+        0
+    }
+}
+
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
 /// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
 ///
-/// A probe decodes half a block on average, each key a serial chain of work, so small blocks
-/// make queries fast: at the smallest the compressed index keeps up with the same design over
-/// raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
-/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
-/// there larger blocks are the only way to keep the index's memory small.
+/// Without segments a probe decodes half a block on average, so format 1 wanted 256-byte
+/// blocks and gigabytes of last keys at a billion keys. Segments make a probe's decode
+/// independent of the block size, so the automatic blocks are large: a few bytes of reader
+/// memory per 600 keys, and 16 times fewer block headers on disk.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {
     AUTO_BLOCK_SIZES
         .iter()
@@ -96,7 +114,11 @@ impl Design {
             // Constants measured on the development machine (2 GHz Xeon): ~11 ns per key
             // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
             let search = 80.0 + 4.0 * blocks.log2();
-            let decoded = keys_per_block / 2.0 + per_probe;
+            let reach = match auto_segment_keys(block_size) {
+                0 => keys_per_block / 2.0,
+                s => s as f64 / 2.0,
+            };
+            let decoded = reach + per_probe;
             work += pr * (search + miss + 11.0 * decoded + 2.0 * per_probe);
         }
         Cost {
@@ -132,13 +154,16 @@ mod tests {
 
     #[test]
     fn auto_block_size_is_small_until_memory_forbids() {
-        assert_eq!(auto_block_size(1_000_000, 20), 256);
-        assert_eq!(auto_block_size(100_000_000, 10), 256);
-        // The 10 tables `auto` picks at 1B still fit 256-byte blocks in the budget.
+        assert_eq!(auto_block_size(1_000_000, 20), 4096);
+        assert_eq!(auto_block_size(100_000_000, 10), 4096);
         assert_eq!(Design::auto(1_000_000_000, 3).unwrap().tables().len(), 10);
-        assert_eq!(auto_block_size(1_000_000_000, 10), 256);
-        assert_eq!(auto_block_size(2_000_000_000, 10), 512);
-        assert!(auto_block_size(8_000_000_000, 20) > 1024);
+        // The paper's 8e9 keys in 20 tables: 8.6M blocks of 4096 bytes per table, 1.5 GB of
+        // last keys and directory; 4e10 keys need the larger blocks.
+        assert_eq!(auto_block_size(8_000_000_000, 20), 4096);
+        assert_eq!(auto_block_size(40_000_000_000, 20), 8192);
+        for b in AUTO_BLOCK_SIZES {
+            assert!(auto_segment_keys(b) > 0, "{b}");
+        }
         let mut last = 0;
         for n in [1e6, 1e7, 1e8, 1e9, 1e10] {
             let b = auto_block_size(n as u64, 20);

@@ -80,6 +80,9 @@ pub struct BuildOptions {
     pub design: DesignChoice,
     /// Block size of every table; `None` picks [`crate::design::auto_block_size`].
     pub block_size: Option<u32>,
+    /// Keys per segment of every table (0: none, format 1); `None` picks
+    /// [`crate::design::auto_segment_keys`] for the block size.
+    pub segment_keys: Option<u32>,
     /// Codec of every table.
     pub codec: crate::codec::Codec,
     /// Memory budget in bytes for sorting (the process uses somewhat more: buffers, maps).
@@ -94,6 +97,7 @@ impl Default for BuildOptions {
             k: 3,
             design: DesignChoice::Auto,
             block_size: None,
+            segment_keys: None,
             codec: crate::codec::Codec::HDelta,
             mem_bytes: 1 << 30,
             progress: ProgressHandle::none(),
@@ -115,6 +119,11 @@ impl BuildOptions {
     /// Block size of every table (`None`: automatic).
     pub fn with_block_size(mut self, block_size: Option<u32>) -> Self {
         self.block_size = block_size;
+        self
+    }
+    /// Keys per segment of every table (`None`: automatic, 0: none).
+    pub fn with_segment_keys(mut self, segment_keys: Option<u32>) -> Self {
+        self.segment_keys = segment_keys;
         self
     }
     /// Codec of every table.
@@ -146,6 +155,8 @@ pub struct BuildSummary {
     pub design: Design,
     /// The block size of its tables.
     pub block_size: u32,
+    /// Keys per segment of its tables (0: none).
+    pub segment_keys: u32,
     /// Bytes of all table files.
     pub table_bytes: u64,
     /// Whether the build spilled to disk.
@@ -167,6 +178,12 @@ pub fn build(
     let start = Instant::now();
     if let Some(b) = opts.block_size {
         table::format::check_block_size(b)?;
+    }
+    if let Some(s) = opts.segment_keys {
+        let b = opts
+            .block_size
+            .unwrap_or(crate::design::AUTO_BLOCK_SIZES[0]);
+        table::format::check_segment_keys(s, b)?;
     }
     if opts.mem_bytes < MIN_MEM {
         return Err(Error::InvalidArgument(format!(
@@ -202,12 +219,21 @@ pub fn build(
     let block_size = opts
         .block_size
         .unwrap_or_else(|| crate::design::auto_block_size(n, design.tables().len()));
+    let segment_keys = opts
+        .segment_keys
+        .unwrap_or_else(|| crate::design::auto_segment_keys(block_size));
 
     // Phase 2: one table per permutation.
     let t = design.tables().len();
     let pb = &opts.progress;
     pb.stage("tables", Some(n * t as u64))?;
-    let writer = super::writer::IndexWriter::new(staging.path(), &design, opts.codec, block_size);
+    let writer = super::writer::IndexWriter::new(
+        staging.path(),
+        &design,
+        opts.codec,
+        block_size,
+        segment_keys,
+    );
     let build_one = |i: usize| -> Result<TableEntry> {
         let perm = &design.tables()[i].permutation;
         let entry = match &base.data {
@@ -257,6 +283,7 @@ pub fn build(
         keys: n,
         design,
         block_size,
+        segment_keys,
         table_bytes,
         external: matches!(base.data, Base::File(_)),
         elapsed: start.elapsed(),

@@ -64,9 +64,21 @@ fn lanes_can_run() -> bool {
 }
 
 fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index {
+    build_segmented(dir, keys, design, block, 0)
+}
+
+/// [`build`] with `segment_keys` keys per segment (0: format 1).
+fn build_segmented(
+    dir: &std::path::Path,
+    keys: &[u64],
+    design: &str,
+    block: u32,
+    segment_keys: u32,
+) -> Index {
     let opts = BuildOptions::default()
         .with_design(DesignChoice::Named(design.to_string()))
-        .with_block_size(Some(block));
+        .with_block_size(Some(block))
+        .with_segment_keys(Some(segment_keys));
     index::build(dir, keys.iter().map(|&x| Ok(x)), &opts).unwrap();
     Index::open(dir).unwrap()
 }
@@ -81,9 +93,18 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
         let mut keys = keys;
         keys.sort_unstable();
         keys.dedup();
-        for (design, block) in [("10", 128), ("4", 256), ("16", 1024)] {
-            let dir = tmp.path().join(format!("{name}-{design}-{block}"));
-            let mut idx = build(&dir, &keys, design, block);
+        // Format 1, and format 2 with segments of every length from 2 keys (a segment start
+        // at every other key) up.
+        for (design, block, seg) in [
+            ("10", 128, 0),
+            ("4", 256, 0),
+            ("16", 1024, 0),
+            ("4", 4096, 2),
+            ("10", 2048, 5),
+            ("4", 4096, 20),
+        ] {
+            let dir = tmp.path().join(format!("{name}-{design}-{block}-{seg}"));
+            let mut idx = build_segmented(&dir, &keys, design, block, seg);
             let mut s = 11;
             let mut queries: Vec<u64> = keys.iter().step_by(97).copied().collect();
             for &f in keys.iter().step_by(211) {
@@ -139,38 +160,42 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let keys = random(30_000, 2);
-    let dir = tmp.path().join("idx");
-    let blocks = build(&dir, &keys, "4", 256).tables[0].block_count();
-    let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
-    let mut tables: Vec<Vec<u8>> = (0..4)
-        .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
-        .collect();
-    // Zero the streams of every 7th block of table 0 and seal them with a fresh crc: bytes
-    // that pass the crc, so only the decoders' own checks stand between them and a query.
-    let crc_at = 256 - BLOCK_TRAILER_LEN;
-    for b in (0..blocks).step_by(7) {
-        let off = HEADER_LEN + b as usize * 256;
-        let block = &mut tables[0][off..off + 256];
-        block[BLOCK_HEADER_LEN..crc_at].fill(0);
-        let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
-        block[crc_at..].copy_from_slice(&crc.to_le_bytes());
-    }
-    let mut idx = Index::from_parts(&manifest, tables).unwrap();
-    let (mut faults, mut same) = (0, 0);
-    for &q in keys.iter().step_by(3) {
-        idx.lanes = false;
-        let scalar = format!("{:?}", idx.near(q, 3));
-        idx.lanes = true;
-        let lanes = format!("{:?}", idx.near(q, 3));
-        assert_eq!(lanes, scalar, "query {q:#x}");
-        if scalar.starts_with("Err(Corrupt") {
-            faults += 1;
-        } else {
-            same += 1;
+    // Format 1, and format 2, whose zeroed skip entries point every segment at bit 0.
+    for (bs, seg) in [(256usize, 0u32), (1024, 4)] {
+        let dir = tmp.path().join(format!("idx-{seg}"));
+        let blocks = build_segmented(&dir, &keys, "4", bs as u32, seg).tables[0].block_count();
+        let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
+        let mut tables: Vec<Vec<u8>> = (0..4)
+            .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
+            .collect();
+        // Zero the streams (and skip entries) of every 7th block of table 0 and seal them with a
+        // fresh crc: bytes that pass the crc, so only the decoders' own checks stand between
+        // them and a query.
+        let crc_at = bs - BLOCK_TRAILER_LEN;
+        for b in (0..blocks).step_by(7) {
+            let off = HEADER_LEN + b as usize * bs;
+            let block = &mut tables[0][off..off + bs];
+            block[BLOCK_HEADER_LEN..crc_at].fill(0);
+            let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
+            block[crc_at..].copy_from_slice(&crc.to_le_bytes());
         }
+        let mut idx = Index::from_parts(&manifest, tables).unwrap();
+        let (mut faults, mut same) = (0, 0);
+        for &q in keys.iter().step_by(3) {
+            idx.lanes = false;
+            let scalar = format!("{:?}", idx.near(q, 3));
+            idx.lanes = true;
+            let lanes = format!("{:?}", idx.near(q, 3));
+            assert_eq!(lanes, scalar, "query {q:#x}");
+            if scalar.starts_with("Err(Corrupt") {
+                faults += 1;
+            } else {
+                same += 1;
+            }
+        }
+        assert!(
+            faults > 100 && same > 100,
+            "B = {bs}, S = {seg}: {faults} faults, {same} answers"
+        );
     }
-    assert!(
-        faults > 100 && same > 100,
-        "{faults} faults, {same} answers"
-    );
 }

@@ -53,6 +53,8 @@ pub struct IndexStats {
     pub tables: usize,
     /// Block size.
     pub block_size: u32,
+    /// Keys per segment of the tables' blocks (0: format 1, no segments).
+    pub segment_keys: u32,
     /// Bytes of all table files.
     pub disk_bytes: u64,
     /// Disk bits per fingerprint per table (every overhead included).
@@ -360,6 +362,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             radius: d.radius(),
             tables: self.tables.len(),
             block_size: self.manifest.block_size,
+            segment_keys: self.tables.first().map_or(0, |t| t.segment_keys()),
             disk_bytes: disk,
             bits_per_key_per_table: if self.is_empty() {
                 0.0

@@ -17,16 +17,24 @@ pub(crate) struct IndexWriter<'a> {
     design: &'a Design,
     codec: Codec,
     block_size: u32,
+    segment_keys: u32,
 }
 
 impl<'a> IndexWriter<'a> {
     /// Write into `dir` (a staging directory: the caller publishes it).
-    pub(crate) fn new(dir: &'a Path, design: &'a Design, codec: Codec, block_size: u32) -> Self {
+    pub(crate) fn new(
+        dir: &'a Path,
+        design: &'a Design,
+        codec: Codec,
+        block_size: u32,
+        segment_keys: u32,
+    ) -> Self {
         IndexWriter {
             dir,
             design,
             codec,
             block_size,
+            segment_keys,
         }
     }
 
@@ -34,6 +42,7 @@ impl<'a> IndexWriter<'a> {
     fn options(&self, i: usize) -> TableOptions {
         TableOptions::default()
             .with_block_size(self.block_size)
+            .with_segment_keys(self.segment_keys)
             .with_codec(self.codec)
             .with_permutation(self.design.tables()[i].permutation.clone())
     }

@@ -507,8 +507,13 @@ pub fn write_generation_with(
         .iter()
         .filter_map(|s| s.generation)
         .all(|g| g.index.design() == design);
-    let writer =
-        crate::index::writer::IndexWriter::new(staging.path(), design, layout.codec, block_size);
+    let writer = crate::index::writer::IndexWriter::new(
+        staging.path(),
+        design,
+        layout.codec,
+        block_size,
+        crate::design::auto_segment_keys(block_size),
+    );
     let entries: Vec<TableEntry> = if same_design {
         let pb = progress;
         pb.stage("tables", Some(n * t as u64))?;

@@ -14,7 +14,12 @@
 //! b and 0 in a, so it is implied). Codec 2, gap: s = bit length of b - a minus one, then the s
 //! low bits of b - a. The crc32 covers the block's file offset (u64 LE) and then
 //! bytes 0..B-4, so a block read from the wrong place fails its check.
+//!
+//! A block of a format-2 table is cut into segments of S keys: between the first key and the
+//! stream, one 4-byte skip entry per segment after the first, and each segment's first key
+//! raw below the block's common prefix instead of a delta (`table::segment`).
 
+use super::segment::{self, SKIP_ENTRY_LEN, Segments};
 use crate::codec::Codec;
 use crate::codec::bitio::{self, BitWriter};
 use crate::codec::huffman::{Code, DecodeTable};
@@ -44,6 +49,17 @@ pub fn block_crc(offset: u64, block_without_crc: &[u8]) -> u32 {
     crate::checksum::crc_at(offset, block_without_crc)
 }
 
+/// One key of a segmented block waiting for the block's end, when its common prefix (and so
+/// the width of every segment's raw key) is known: the key and its coded delta.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    key: u64,
+    code: u64,
+    code_len: u32,
+    suffix: u64,
+    suffix_len: u32,
+}
+
 /// Fills one block at a time. Reused across blocks to keep its buffer.
 #[derive(Debug)]
 pub struct BlockEncoder {
@@ -54,11 +70,24 @@ pub struct BlockEncoder {
     count: u32,
     first: u64,
     last: u64,
+    /// S, keys per segment (0: unsegmented, format 1).
+    segment_keys: u32,
+    /// Segmented blocks: every key after the first, coded at [`finish`](Self::finish).
+    pending: Vec<Pending>,
+    /// Segmented blocks: the bits of the deltas in `pending` (segment starts excluded).
+    delta_bits: u64,
 }
 
 impl BlockEncoder {
     /// An empty encoder for blocks of `block_size` bytes coded with `codec`.
     pub fn new(block_size: u32, codec: Codec) -> BlockEncoder {
+        BlockEncoder::segmented(block_size, codec, 0)
+    }
+
+    /// An empty encoder for blocks cut into segments of `segment_keys` keys (0: none, the
+    /// format-1 block). The caller has checked `segment_keys` against the block size
+    /// (`format::check_segment_keys`).
+    pub fn segmented(block_size: u32, codec: Codec, segment_keys: u32) -> BlockEncoder {
         BlockEncoder {
             block_size,
             codec,
@@ -67,6 +96,9 @@ impl BlockEncoder {
             count: 0,
             first: 0,
             last: 0,
+            segment_keys,
+            pending: Vec::new(),
+            delta_bits: 0,
         }
     }
 
@@ -92,15 +124,13 @@ impl BlockEncoder {
             self.count = 1;
             return Ok(true);
         }
+        if self.segment_keys > 0 {
+            return self.push_segmented(key, code);
+        }
         let (sym, suffix, n) = self.codec.delta(self.last, key);
         let (c, l) = code.encode(sym);
         if l == 0 {
-            return Err(Error::InputChanged {
-                detail: format!(
-                    "symbol {sym} between {:#018x} and {key:#018x} was not in the first pass's histogram",
-                    self.last
-                ),
-            });
+            return Err(self.not_in_code(sym, key));
         }
         if self.bits.bit_len() + (l + n) as u64 > self.capacity_bits {
             return Ok(false);
@@ -112,6 +142,50 @@ impl BlockEncoder {
         Ok(true)
     }
 
+    /// [`push`](Self::push) into a segmented block. Whether the key fits depends on the block's
+    /// common prefix, which the key itself may shorten: every segment start then costs more raw
+    /// bits, so the size is recomputed from the totals rather than added to.
+    fn push_segmented(&mut self, key: u64, code: &Code) -> Result<bool> {
+        let index = self.count;
+        let starts_segment = index.is_multiple_of(self.segment_keys);
+        let mut p = Pending {
+            key,
+            code: 0,
+            code_len: 0,
+            suffix: 0,
+            suffix_len: 0,
+        };
+        if !starts_segment {
+            let (sym, suffix, n) = self.codec.delta(self.last, key);
+            let (c, l) = code.encode(sym);
+            if l == 0 {
+                return Err(self.not_in_code(sym, key));
+            }
+            (p.code, p.code_len, p.suffix, p.suffix_len) = (c, l, suffix, n);
+        }
+        let entries = (index / self.segment_keys) as u64;
+        let raw = segment::raw_bits((self.first ^ key).leading_zeros()) as u64;
+        let deltas = self.delta_bits + (p.code_len + p.suffix_len) as u64;
+        if deltas + entries * (SKIP_ENTRY_LEN as u64 * 8 + raw) > self.capacity_bits {
+            return Ok(false);
+        }
+        self.delta_bits = deltas;
+        self.pending.push(p);
+        self.last = key;
+        self.count += 1;
+        Ok(true)
+    }
+
+    #[cold]
+    fn not_in_code(&self, sym: usize, key: u64) -> Error {
+        Error::InputChanged {
+            detail: format!(
+                "symbol {sym} between {:#018x} and {key:#018x} was not in the first pass's histogram",
+                self.last
+            ),
+        }
+    }
+
     /// Write the current block, to be stored at file offset `offset`, into `out` (exactly
     /// `block_size` bytes), and start an empty block.
     pub fn finish(&mut self, offset: u64, out: &mut [u8]) {
@@ -121,10 +195,39 @@ impl BlockEncoder {
         out[0..4].copy_from_slice(&self.count.to_le_bytes());
         out[4..12].copy_from_slice(&self.first.to_le_bytes());
         let crc_at = out.len() - BLOCK_TRAILER_LEN;
-        self.bits.drain_into(&mut out[BLOCK_HEADER_LEN..crc_at]);
+        let mut stream_at = BLOCK_HEADER_LEN;
+        if self.segment_keys > 0 {
+            stream_at += self.code_segments(out);
+        }
+        self.bits.drain_into(&mut out[stream_at..crc_at]);
         let crc = block_crc(offset, &out[..crc_at]);
         out[crc_at..].copy_from_slice(&crc.to_le_bytes());
         self.count = 0;
+    }
+
+    /// Code the pending keys of a segmented block: each segment start raw below the common
+    /// prefix with its skip entry written into `out` after the first key, every other key its
+    /// delta. Returns the skip entries' length in bytes.
+    fn code_segments(&mut self, out: &mut [u8]) -> usize {
+        let c = (self.first ^ self.last).leading_zeros();
+        let raw = segment::raw_bits(c);
+        let mut at = BLOCK_HEADER_LEN;
+        for (i, p) in self.pending.iter().enumerate() {
+            if (i as u32 + 1).is_multiple_of(self.segment_keys) {
+                let offset = self.bits.bit_len() as u16;
+                out[at..at + 2].copy_from_slice(&segment::partial(p.key, c).to_le_bytes());
+                out[at + 2..at + 4].copy_from_slice(&offset.to_le_bytes());
+                at += SKIP_ENTRY_LEN;
+                let low = u64::MAX.checked_shr(64 - raw).unwrap_or(0);
+                self.bits.write(p.key & low, raw);
+            } else {
+                self.bits.write(p.code, p.code_len);
+                self.bits.write(p.suffix, p.suffix_len);
+            }
+        }
+        self.pending.clear();
+        self.delta_bits = 0;
+        at - BLOCK_HEADER_LEN
     }
 }
 
@@ -161,48 +264,77 @@ pub(crate) fn decode_delta_at(
     }
 }
 
+/// How a table lays out its blocks beyond the bytes of one: what a decoder needs from the
+/// header and footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// S, keys per segment (0: unsegmented, format 1).
+    pub segment_keys: u32,
+    /// The block's last key (its footer entry): with the first, it gives the common prefix
+    /// below which segment starts are coded.
+    pub last: u64,
+}
+
+impl Layout {
+    /// A format-1 block: one segment.
+    pub const UNSEGMENTED: Layout = Layout {
+        segment_keys: 0,
+        last: 0,
+    };
+}
+
 /// Decodes the keys of one block in order.
 ///
 /// Construction checks the crc; decoding still checks every structural rule (codes exist, the
-/// stream stays inside the block, keys ascend), so even bytes that pass the crc by chance cannot
-/// make it panic or read out of bounds. A decoded key sequence is always strictly ascending.
+/// stream stays inside the block, keys ascend, segments start where their skip entries say),
+/// so even bytes that pass the crc by chance cannot make it panic or read out of bounds. A
+/// decoded key sequence is always strictly ascending.
 #[derive(Debug, Clone)]
 pub struct BlockDecoder<'a> {
     stream: &'a [u8],
     table: &'a DecodeTable,
     codec: Codec,
+    segments: Segments<'a>,
     pos: u64,
+    /// The stream bit by which the current segment's deltas end.
     end: u64,
     prev: u64,
     remaining: u32,
+    /// The value of `remaining` at which the next key starts a segment (0: none does).
+    raw_at: u32,
+    segment: u32,
     started: bool,
     faulted: bool,
+    /// The segment whose start was wrong, when that stopped the decode.
+    bad_segment: Option<u32>,
     index: u64,
     offset: u64,
 }
 
 impl<'a> BlockDecoder<'a> {
     /// Check block `index`, whose bytes `block` were read at file offset `offset`, and start
-    /// decoding it with `codec` and its decode table.
+    /// decoding it with `codec` and its decode table, laid out as `layout` says.
     pub fn new(
         block: &'a [u8],
         index: u64,
         offset: u64,
         codec: Codec,
         table: &'a DecodeTable,
+        layout: Layout,
     ) -> Result<BlockDecoder<'a>> {
         check_crc(block, index, offset)?;
-        Self::new_unchecked_crc(block, index, offset, codec, table)
+        Self::new_unchecked_crc(block, index, offset, codec, table, layout)
     }
 
-    /// As [`new`](Self::new), for a block whose crc the caller has already checked. Decoding stays
-    /// memory-safe and its output ascending whatever the bytes.
+    /// As [`new`](Self::new), for a block laid out as `layout` says, whose crc the caller has
+    /// already checked. Decoding stays memory-safe and its output ascending whatever the bytes.
     pub fn new_unchecked_crc(
         block: &'a [u8],
         index: u64,
         offset: u64,
         codec: Codec,
         table: &'a DecodeTable,
+        layout: Layout,
     ) -> Result<BlockDecoder<'a>> {
         let b = block.len();
         let crc_at = b - BLOCK_TRAILER_LEN;
@@ -215,20 +347,111 @@ impl<'a> BlockDecoder<'a> {
                 count,
             ));
         }
-        let stream = &block[BLOCK_HEADER_LEN..crc_at];
-        Ok(BlockDecoder {
+        let Some((segments, stream_at)) = Segments::of_block(block, layout.segment_keys, layout.last)
+        else {
+            return Err(Error::corrupt(
+                format!("block {index} key count"),
+                offset,
+                format!(
+                    "at most {} keys in segments of {}",
+                    ((crc_at - BLOCK_HEADER_LEN) / SKIP_ENTRY_LEN) as u64
+                        * layout.segment_keys as u64,
+                    layout.segment_keys
+                ),
+                count,
+            ));
+        };
+        let stream = &block[stream_at..crc_at];
+        let first = u64::from_le_bytes(block[4..12].try_into().unwrap());
+        let mut d = BlockDecoder {
             stream,
             table,
             codec,
+            segments,
             pos: 0,
             end: stream.len() as u64 * 8,
-            prev: u64::from_le_bytes(block[4..12].try_into().unwrap()),
+            prev: first,
             remaining: count,
+            raw_at: 0,
+            segment: 0,
             started: false,
             faulted: false,
+            bad_segment: None,
             index,
             offset,
-        })
+        };
+        d.start_segment(0);
+        Ok(d)
+    }
+
+    /// Go to the last segment that can hold a key `>= lo` first ([`Segments::find`]), before
+    /// any key is taken: the keys before it are skipped without decoding. A no-op on an
+    /// unsegmented block.
+    #[inline]
+    pub fn seek(&mut self, lo: u64) {
+        if self.segments.len() > 0 {
+            self.seek_segment(self.segments.find(lo));
+        }
+    }
+
+    /// Go to segment `j` (from [`Segments::find`]), before any key is taken.
+    #[inline]
+    pub(crate) fn seek_segment(&mut self, j: u32) {
+        debug_assert!(!self.started);
+        if j > 0 {
+            self.start_segment(j.min(self.segments.len()));
+        }
+    }
+
+    /// Position at the start of segment `j`, its first key next (faulting on a bad entry).
+    fn start_segment(&mut self, j: u32) {
+        match self.segments.enter(self.stream, j) {
+            Some(s) => {
+                self.segment = j;
+                self.prev = s.key;
+                self.pos = s.pos;
+                self.end = s.end;
+                self.remaining = self.segments.keys_from(j);
+                self.raw_at = self.next_raw_at(j);
+            }
+            None => self.fail_segment(j),
+        }
+    }
+
+    /// `remaining` when segment `j`'s successor starts (0 if `j` is the last).
+    fn next_raw_at(&self, j: u32) -> u32 {
+        if j < self.segments.len() {
+            self.segments.keys_from(j + 1)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    fn fail_segment(&mut self, j: u32) {
+        self.segment = j;
+        self.faulted = true;
+        self.bad_segment = Some(j);
+        self.remaining = 0;
+    }
+
+    /// The next key when it starts a segment: its raw start, where the last segment's deltas
+    /// ended (exactly), above the key before it.
+    #[cold]
+    #[inline(never)]
+    fn enter_next_segment(&mut self) -> Option<u64> {
+        let j = self.segment + 1;
+        let Some(s) = self.segments.next(self.stream, j, self.pos, self.prev) else {
+            self.fail_segment(j);
+            return None;
+        };
+        self.segment = j;
+        self.prev = s.key;
+        self.pos = s.pos;
+        self.end = s.end;
+        self.remaining -= 1;
+        self.raw_at = self.next_raw_at(j);
+        Some(s.key)
     }
 
     /// The next key, `Ok(None)` at the end of the block.
@@ -257,6 +480,9 @@ impl<'a> BlockDecoder<'a> {
             self.remaining -= 1;
             return Some(self.prev);
         }
+        if self.remaining == self.raw_at {
+            return self.enter_next_segment();
+        }
         let Some((key, pos)) =
             decode_delta_at(self.stream, self.table, self.codec, self.pos, self.end, self.prev)
         else {
@@ -274,6 +500,9 @@ impl<'a> BlockDecoder<'a> {
     pub fn fault(&self) -> Option<Error> {
         if !self.faulted {
             return None;
+        }
+        if let Some(j) = self.bad_segment {
+            return Some(self.bad_segment_start(j));
         }
         let window = bitio::peek(self.stream, self.pos);
         Some(match self.table.decode(window) {
@@ -322,6 +551,37 @@ impl<'a> BlockDecoder<'a> {
             ),
             format!("symbol {sym} at stream bit {} of {}", self.pos, self.end),
         )
+    }
+
+    #[cold]
+    fn bad_segment_start(&self, j: u32) -> Error {
+        Error::corrupt(
+            format!("block {} skip entry {j}", self.index),
+            self.offset + (BLOCK_HEADER_LEN + (j as usize).saturating_sub(1) * SKIP_ENTRY_LEN) as u64,
+            "a segment start inside the stream, where the segment before it ends, above its keys",
+            format!("stream bit {} after key {:#018x}", self.pos, self.prev),
+        )
+    }
+
+    /// The segment being decoded (0 for an unsegmented block), and the keys of the block left
+    /// in it after the last one taken: what a decoder that takes over (`table::lanes`) needs.
+    pub(crate) fn segment_state(&self) -> (u32, u32) {
+        let left = if self.raw_at == 0 {
+            self.remaining
+        } else {
+            self.remaining - self.raw_at
+        };
+        (self.segment, left)
+    }
+
+    /// The block's last segment (0 for an unsegmented block).
+    pub(crate) fn last_segment(&self) -> u32 {
+        self.segments.len()
+    }
+
+    /// The stream bit by which the current segment's deltas end.
+    pub(crate) fn segment_end(&self) -> u64 {
+        self.end
     }
 
     fn stream_offset(&self) -> u64 {

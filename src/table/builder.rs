@@ -18,7 +18,9 @@ use crate::codec::huffman::{Code, NUM_SYMBOLS, WRITER_MAX_CODE_LEN};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 use crate::table::block::BlockEncoder;
-use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_block_size};
+use crate::table::format::{
+    HEADER_LEN, Header, TRAILER_LEN, Trailer, check_block_size, check_segment_keys, version_for,
+};
 
 /// Default block size in bytes (the paper's choice).
 pub const DEFAULT_BLOCK_SIZE: u32 = 1024;
@@ -34,6 +36,10 @@ pub struct TableOptions {
     pub permutation: Permutation,
     /// How keys are coded: h-delta (codec 1, the paper's, the default) or gap (codec 2).
     pub codec: Codec,
+    /// Keys per segment: 0 (the default) writes format 1, blocks without skip entries; S > 0
+    /// (2..=65535, blocks of at most 8192 bytes) writes format 2, whose blocks hold a skip
+    /// entry every S keys so that a probe decodes about S / 2 keys to reach its range.
+    pub segment_keys: u32,
 }
 
 impl Default for TableOptions {
@@ -42,6 +48,7 @@ impl Default for TableOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
+            segment_keys: 0,
         }
     }
 }
@@ -60,6 +67,11 @@ impl TableOptions {
     /// How keys are coded.
     pub fn with_codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
+        self
+    }
+    /// Keys per segment (0: none, format 1).
+    pub fn with_segment_keys(mut self, segment_keys: u32) -> Self {
+        self.segment_keys = segment_keys;
         self
     }
 }
@@ -205,6 +217,7 @@ impl<W: Write + Seek> TableWriter<W> {
     /// The keys added must be exactly those the histogram saw.
     pub fn new(mut w: W, opts: &TableOptions, hist: &Histogram) -> Result<TableWriter<W>> {
         check_block_size(opts.block_size)?;
+        check_segment_keys(opts.segment_keys, opts.block_size)?;
         if hist.codec != opts.codec {
             return Err(Error::InvalidArgument(format!(
                 "histogram was built for codec {}, the table is {}",
@@ -222,6 +235,7 @@ impl<W: Write + Seek> TableWriter<W> {
             block_count: 0,
             permutation: opts.permutation.clone(),
             code_lengths: *code.lengths(),
+            segment_keys: opts.segment_keys,
         };
         // Placeholder; the real header is written by `finish` once the counts are known.
         w.write_all(&[0u8; HEADER_LEN])
@@ -232,7 +246,7 @@ impl<W: Write + Seek> TableWriter<W> {
             header,
             code,
             expected_keys: hist.distinct(),
-            enc: BlockEncoder::new(opts.block_size, opts.codec),
+            enc: BlockEncoder::segmented(opts.block_size, opts.codec, opts.segment_keys),
             block_buf: vec![0u8; opts.block_size as usize],
             dedup: Dedup::default(),
             keys: 0,
@@ -363,6 +377,7 @@ impl<W: Write + Seek> TableWriter<W> {
         let trailer = Trailer {
             footer_offset,
             footer_len,
+            version: version_for(self.header.segment_keys),
         };
         self.w
             .write_all(&trailer.encode(trailer_offset))
@@ -393,6 +408,7 @@ where
     I: IntoIterator<Item = Result<u64>>,
 {
     check_block_size(opts.block_size)?;
+    check_segment_keys(opts.segment_keys, opts.block_size)?;
     let mut hist = Histogram::new(opts.codec);
     for k in pass()? {
         hist.add(k?)?;

@@ -55,7 +55,7 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
             hi,
             lo,
             block,
-            dec: table.block(block)?,
+            dec: table.block_at(block, lo)?,
         })
     }
 
@@ -87,7 +87,7 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
         if !self.table.range_continues(self.block, self.hi) {
             return Ok(false);
         }
-        self.open_next(self.block + 1, blocks)
+        self.open_next(self.block + 1, self.lo, blocks)
     }
 
     /// [`advance`](Self::advance), skipping the blocks whose keys are all below `key`: the
@@ -108,15 +108,16 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
                 return Ok(false);
             }
         }
-        self.open_next(next, blocks)
+        self.open_next(next, key, blocks)
     }
 
-    /// Go on at block `next` (in range), counting it in `blocks`.
+    /// Go on at block `next` (in range) from its last segment that can hold a key `>= from`
+    /// first, counting it in `blocks`.
     #[inline]
-    fn open_next(&mut self, next: u64, blocks: &mut u64) -> Result<bool> {
+    fn open_next(&mut self, next: u64, from: u64, blocks: &mut u64) -> Result<bool> {
         self.block = next;
         *blocks += 1;
-        self.dec = self.table.block(next)?;
+        self.dec = self.table.block_at(next, from)?;
         Ok(true)
     }
 

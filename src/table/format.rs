@@ -25,6 +25,8 @@ pub const HEADER_MAGIC: [u8; 8] = *b"SIMDXTBL";
 pub const TRAILER_MAGIC: [u8; 8] = *b"SIMDXEND";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
+/// The format version of a segmented table (S > 0, skip entries in every block).
+pub const SEGMENTED_VERSION: u32 = 2;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 176;
 /// Trailer length in bytes.
@@ -47,6 +49,38 @@ pub struct Header {
     pub permutation: Permutation,
     /// Huffman code lengths for h = 0..=63.
     pub code_lengths: Lengths,
+    /// S, keys per segment: 0 for a format-1 table, else its blocks' segment length.
+    pub segment_keys: u32,
+}
+
+/// The format version a table of segments of `segment_keys` keys is written in.
+pub fn version_for(segment_keys: u32) -> u32 {
+    if segment_keys == 0 {
+        FORMAT_VERSION
+    } else {
+        SEGMENTED_VERSION
+    }
+}
+
+/// Check a segment length for blocks of `block_size` bytes (0: unsegmented, always valid).
+pub fn check_segment_keys(segment_keys: u32, block_size: u32) -> Result<()> {
+    use super::segment::{MAX_SEGMENT_KEYS, MAX_SEGMENTED_BLOCK_SIZE, MIN_SEGMENT_KEYS};
+    if segment_keys == 0 {
+        return Ok(());
+    }
+    if !(MIN_SEGMENT_KEYS..=MAX_SEGMENT_KEYS).contains(&segment_keys) {
+        return Err(Error::InvalidArgument(format!(
+            "segment length {segment_keys} keys is not 0 (none) or in \
+             {MIN_SEGMENT_KEYS}..={MAX_SEGMENT_KEYS}"
+        )));
+    }
+    if block_size > MAX_SEGMENTED_BLOCK_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "block size {block_size} is above {MAX_SEGMENTED_BLOCK_SIZE}, the largest a table \
+             of segments can use (skip entries hold 16-bit stream offsets)"
+        )));
+    }
+    Ok(())
 }
 
 /// Check a block size: a power of two in 128..=65536.
@@ -65,9 +99,10 @@ impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&HEADER_MAGIC);
-        LE::write_u32(&mut b[8..12], FORMAT_VERSION);
+        LE::write_u32(&mut b[8..12], version_for(self.segment_keys));
         LE::write_u32(&mut b[12..16], self.codec.id());
         LE::write_u32(&mut b[16..20], self.block_size);
+        LE::write_u32(&mut b[20..24], self.segment_keys);
         LE::write_u64(&mut b[24..32], self.key_count);
         LE::write_u64(&mut b[32..40], self.block_count);
         b[40..104].copy_from_slice(self.permutation.as_array());
@@ -89,11 +124,11 @@ impl Header {
             ));
         }
         let version = LE::read_u32(&b[8..12]);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != SEGMENTED_VERSION {
             return Err(Error::Unsupported {
                 path: None,
                 what: "table format version",
-                expected: FORMAT_VERSION.to_string(),
+                expected: format!("{FORMAT_VERSION} or {SEGMENTED_VERSION}"),
                 found: version as u64,
             });
         }
@@ -114,7 +149,27 @@ impl Header {
                 block_size,
             )
         })?;
-        for (off, len) in [(20usize, 4usize), (168, 4)] {
+        let segment_keys = LE::read_u32(&b[20..24]);
+        if version == SEGMENTED_VERSION
+            && (segment_keys == 0 || check_segment_keys(segment_keys, block_size).is_err())
+        {
+            return Err(Error::corrupt(
+                        "table header segment length",
+                        20,
+                        format!(
+                            "keys per segment in {}..={} with a block size of at most {}",
+                            super::segment::MIN_SEGMENT_KEYS,
+                            super::segment::MAX_SEGMENT_KEYS,
+                            super::segment::MAX_SEGMENTED_BLOCK_SIZE
+                        ),
+                        format!("{segment_keys} keys in blocks of {block_size}"),
+            ));
+        }
+        let reserved: &[(usize, usize)] = match version {
+            FORMAT_VERSION => &[(20, 4), (168, 4)],
+            _ => &[(168, 4)],
+        };
+        for &(off, len) in reserved {
             if b[off..off + len].iter().any(|&x| x != 0) {
                 return Err(Error::corrupt(
                     "table header reserved field",
@@ -143,6 +198,7 @@ impl Header {
             block_count: LE::read_u64(&b[32..40]),
             permutation,
             code_lengths,
+            segment_keys,
         })
     }
 }
@@ -154,6 +210,8 @@ pub struct Trailer {
     pub footer_offset: u64,
     /// Footer length in bytes (8 per block + 4).
     pub footer_len: u64,
+    /// The format version, the header's.
+    pub version: u32,
 }
 
 impl Trailer {
@@ -162,7 +220,7 @@ impl Trailer {
         let mut b = [0u8; TRAILER_LEN];
         LE::write_u64(&mut b[0..8], self.footer_offset);
         LE::write_u64(&mut b[8..16], self.footer_len);
-        LE::write_u32(&mut b[16..20], FORMAT_VERSION);
+        LE::write_u32(&mut b[16..20], self.version);
         let crc = crc_at(offset, &b[..20]);
         LE::write_u32(&mut b[20..24], crc);
         b[24..32].copy_from_slice(&TRAILER_MAGIC);
@@ -180,11 +238,11 @@ impl Trailer {
             ));
         }
         let version = LE::read_u32(&b[16..20]);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != SEGMENTED_VERSION {
             return Err(Error::Unsupported {
                 path: None,
                 what: "table format version (trailer)",
-                expected: FORMAT_VERSION.to_string(),
+                expected: format!("{FORMAT_VERSION} or {SEGMENTED_VERSION}"),
                 found: version as u64,
             });
         }
@@ -192,6 +250,7 @@ impl Trailer {
         Ok(Trailer {
             footer_offset: LE::read_u64(&b[0..8]),
             footer_len: LE::read_u64(&b[8..16]),
+            version,
         })
     }
 }

@@ -22,8 +22,8 @@
 use std::arch::x86_64::*;
 
 use super::Table;
-use super::block::decode_delta_at;
 use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
+use super::block::{BlockDecoder, decode_delta_at};
 use super::cursor::Work;
 use crate::codec::Codec;
 use crate::codec::huffman::entry;
@@ -91,6 +91,10 @@ pub(super) struct Group {
     primary: V,
     table: [usize; LANES],
     block: [u64; LANES],
+    /// The segment the lane decodes, the one it started the block at, and the block's last.
+    segment: [u32; LANES],
+    start_segment: [u32; LANES],
+    last_segment: [u32; LANES],
 }
 
 impl Group {
@@ -109,6 +113,9 @@ impl Group {
             primary: idle,
             table: [0; LANES],
             block: [0; LANES],
+            segment: [0; LANES],
+            start_segment: [0; LANES],
+            last_segment: [0; LANES],
         }
     }
 
@@ -159,7 +166,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     #[target_feature(enable = "avx2,popcnt")]
     pub(crate) unsafe fn run(
         &self,
-        plan: &[(usize, u64, u64, u64, u64)],
+        plan: &[(usize, u64, u64, u64, u64, u32)],
         k: u32,
         work: &mut Work,
         emit: &mut impl FnMut(usize, u64, u32),
@@ -170,7 +177,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let mut groups = GROUPS.with_borrow_mut(std::mem::take);
         groups.clear();
         groups.resize(plan.len().div_ceil(LANES), Group::new());
-        for (i, &(t, q, lo, hi, b)) in plan.iter().enumerate() {
+        for (i, &(t, q, lo, hi, b, j)) in plan.iter().enumerate() {
             let g = &mut groups[i / LANES];
             let l = i % LANES;
             g.table[l] = t;
@@ -178,7 +185,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             g.lo_x.0[l] = lo ^ MSB;
             g.hi_x.0[l] = hi ^ MSB;
             g.primary.0[l] = self.tables[t].decode_table().primary().as_ptr() as u64;
-            let first = self.load_block(g, l, b, work)?;
+            let first = self.load_block(g, l, b, Some(j), lo, work)?;
             self.settle(g, l, first, k, work, emit)?;
         }
         // The intrinsics are AVX2, enabled on this function (the caller checked the CPU).
@@ -319,19 +326,72 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 work.keys += 1;
                 Ok(())
             }
-            None => Err(table.block_fault(b)),
+            None => Err(table.block_fault(b, g.start_segment[i])),
         }
     }
 
-    /// Open block `b` in lane `i`: its first key (stored raw) becomes the lane's last key.
-    fn load_block(&self, g: &mut Group, i: usize, b: u64, work: &mut Work) -> Result<u64> {
+    /// Open block `b` in lane `i` at segment `segment`, or (`None`) at its last segment that
+    /// can hold a key `>= lo` first: that segment's first key (stored raw) becomes the lane's
+    /// last key.
+    fn load_block(
+        &self,
+        g: &mut Group,
+        i: usize,
+        b: u64,
+        segment: Option<u32>,
+        lo: u64,
+        work: &mut Work,
+    ) -> Result<u64> {
         let table = &self.tables[g.table[i]];
-        let mut dec = table.block(b)?;
-        work.blocks += 1;
-        let Some(first) = dec.next_key() else {
-            return Err(table.block_fault(b));
+        let mut dec = match segment {
+            Some(j) => table.block_at_segment(b, j)?,
+            None => table.block_at(b, lo)?,
         };
+        work.blocks += 1;
+        let (start, _) = dec.segment_state();
+        let Some(first) = dec.next_key() else {
+            return Err(table.block_fault(b, start));
+        };
+        g.start_segment[i] = start;
         work.keys += 1;
+        g.last_segment[i] = dec.last_segment();
+        self.take_over(g, i, b, &dec, first)?;
+        Ok(first)
+    }
+
+    /// Lane `i` ended a segment of its block before the block's last: go on with the next
+    /// segment's first key, as the sequential decoder would.
+    #[cold]
+    #[inline(never)]
+    fn next_segment(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<u64> {
+        let table = &self.tables[g.table[i]];
+        let b = g.block[i];
+        let j = g.segment[i] + 1;
+        let Some(s) = table.segments(b).and_then(|(segs, stream)| {
+            Some((segs.next(stream, j, g.pos.0[i], g.prev.0[i])?, segs))
+        }) else {
+            return Err(table.block_fault(b, g.start_segment[i]));
+        };
+        let (start, segs) = s;
+        work.keys += 1;
+        g.segment[i] = j;
+        g.pos.0[i] = start.pos;
+        g.end.0[i] = start.end;
+        g.prev.0[i] = start.key;
+        g.remaining.0[i] = segs.keys_after_start(j) as u64;
+        Ok(start.key)
+    }
+
+    /// Lane `i` takes over the decode of block `b` from `dec`, which has just returned `key`.
+    fn take_over(
+        &self,
+        g: &mut Group,
+        i: usize,
+        b: u64,
+        dec: &BlockDecoder<'_>,
+        key: u64,
+    ) -> Result<()> {
+        let table = &self.tables[g.table[i]];
         let stream = dec.stream();
         // The loads read up to 8 bytes from any byte of the stream up to its end, so up to 4
         // bytes past the block. `Table::from_bytes` checked that a footer of at least 12 bytes
@@ -347,14 +407,16 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 "the file ending at a block",
             ));
         }
+        let (segment, left) = dec.segment_state();
         g.block[i] = b;
+        g.segment[i] = segment;
         g.base.0[i] = stream.as_ptr() as u64;
-        g.pos.0[i] = 0;
-        g.end.0[i] = stream.len() as u64 * 8;
-        g.prev.0[i] = first;
-        g.remaining.0[i] = dec.remaining() as u64;
+        g.pos.0[i] = dec.bit_position();
+        g.end.0[i] = dec.segment_end();
+        g.prev.0[i] = key;
+        g.remaining.0[i] = left as u64;
         g.active.0[i] = u64::MAX;
-        Ok(first)
+        Ok(())
     }
 
     /// After lane `i` decoded `key`: emit it if in range and within `k`; retire the lane past
@@ -384,13 +446,17 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             if g.remaining.0[i] > 0 {
                 return Ok(());
             }
+            if g.segment[i] < g.last_segment[i] {
+                key = self.next_segment(g, i, work)?;
+                continue;
+            }
             let table = &self.tables[g.table[i]];
             let b = g.block[i];
             if !table.range_continues(b, hi) {
                 g.idle(i);
                 return Ok(());
             }
-            key = self.load_block(g, i, b + 1, work)?;
+            key = self.load_block(g, i, b + 1, Some(0), lo, work)?;
         }
     }
 }
@@ -403,16 +469,19 @@ impl<D: AsRef<[u8]>> Table<D> {
     #[inline]
     pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
         let b = self.block_bytes(i);
-        &b[BLOCK_HEADER_LEN..b.len() - BLOCK_TRAILER_LEN]
+        let count = u32::from_le_bytes(b[0..4].try_into().unwrap());
+        let entries = super::segment::entries(count, self.segment_keys()) as usize;
+        let crc_at = b.len() - BLOCK_TRAILER_LEN;
+        &b[(BLOCK_HEADER_LEN + entries * super::segment::SKIP_ENTRY_LEN).min(crc_at)..crc_at]
     }
 
-    /// The corruption that stops the decode of block `i`, named as [`BlockDecoder`] names it,
-    /// for a faster decoder that met it first.
+    /// The corruption that stops the decode of block `i` from segment `segment` on, named as
+    /// [`BlockDecoder`] names it, for a faster decoder that met it first.
     ///
     /// [`BlockDecoder`]: super::block::BlockDecoder
     #[cold]
-    pub(crate) fn block_fault(&self, i: u64) -> Error {
-        let mut dec = match self.block(i) {
+    pub(crate) fn block_fault(&self, i: u64, segment: u32) -> Error {
+        let mut dec = match self.block_at_segment(i, segment) {
             Ok(d) => d,
             Err(e) => return e,
         };

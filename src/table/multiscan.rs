@@ -122,22 +122,23 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     ) -> Result<()> {
         let tables = self.tables;
         let cold = self.residency.query_reads_ahead(tables);
-        // Every probe `(table, permuted query, lo, hi, first block)`, its block filled in by
-        // the third round, which also drops the probes past their table's last block.
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64); MAX_PROBES];
+        // Every probe `(table, permuted query, lo, hi, first block, first segment)`, its block
+        // filled in by the third round, which also drops the probes past their table's last
+        // block, and its segment by the fourth.
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
         let mut n = 0;
         probes.each(|p| {
             work.probes += 1;
             tables[p.table].prefetch_directory(p.lo);
-            plan[n] = (p.table, p.query, p.lo, p.hi, 0);
+            plan[n] = (p.table, p.query, p.lo, p.hi, 0, 0);
             n += 1;
         });
-        for &(t, _, lo, _, _) in &plan[..n] {
+        for &(t, _, lo, _, _, _) in &plan[..n] {
             tables[t].prefetch_slice(lo);
         }
         let mut planned = 0;
         for j in 0..n {
-            let (t, q, lo, hi, _) = plan[j];
+            let (t, q, lo, hi, _, _) = plan[j];
             let table = &tables[t];
             let b = table.find_block(lo) as u64;
             if b < table.block_count() {
@@ -148,9 +149,14 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
                 for i in blocks {
                     table.prefetch_block(i);
                 }
-                plan[planned] = (t, q, lo, hi, b);
+                plan[planned] = (t, q, lo, hi, b, 0);
                 planned += 1;
             }
+        }
+        // Large blocks: where each probe starts decoding, once the blocks' skip entries
+        // (their first lines, prefetched above, all probes' misses overlapping) have arrived.
+        for p in &mut plan[..planned] {
+            p.5 = tables[p.0].prefetch_segment(p.4, p.2);
         }
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
@@ -159,7 +165,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             return unsafe { lanes.run(&plan[..planned], k, work, &mut emit) };
         }
         let mut live = Vec::with_capacity(planned);
-        for &(t, q, lo, hi, b) in &plan[..planned] {
+        for &(t, q, lo, hi, b, _) in &plan[..planned] {
             let cursor = Cursor::open(&tables[t], b, lo, hi, &mut work.blocks)?;
             live.push((cursor, q, t));
         }

@@ -95,7 +95,7 @@ fn histogram(opts: &TableOptions, keys: &[u64], segment: usize) -> Result<Histog
 /// and the number of keys.
 fn encode(opts: &TableOptions, code: &Code, keys: &[u64]) -> Result<(Vec<u8>, Vec<u64>, u64)> {
     let b = opts.block_size as usize;
-    let mut enc = BlockEncoder::new(opts.block_size, opts.codec);
+    let mut enc = BlockEncoder::segmented(opts.block_size, opts.codec, opts.segment_keys);
     let mut blocks = Vec::with_capacity(keys.len() * 8);
     let mut last_keys = Vec::new();
     let mut seal = |enc: &mut BlockEncoder, blocks: &mut Vec<u8>| {

@@ -17,6 +17,7 @@ use crate::permutation::Permutation;
 use crate::table::block::{self, BlockDecoder};
 use crate::table::directory::Directory;
 use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_crc};
+use crate::table::segment::Segments;
 
 /// An open table over bytes `D`.
 #[derive(Debug)]
@@ -109,6 +110,15 @@ impl<D: AsRef<[u8]>> Table<D> {
         let header = Header::decode(bytes)?;
         let toff = len - TRAILER_LEN as u64;
         let trailer = Trailer::decode(&bytes[toff as usize..], toff)?;
+        let version = super::format::version_for(header.segment_keys);
+        if trailer.version != version {
+            return Err(Error::corrupt(
+                "table trailer version",
+                toff + 16,
+                format!("{version} (the header's)"),
+                trailer.version,
+            ));
+        }
         let b = header.block_size as u64;
         let n = header.block_count;
         let want_footer = n
@@ -216,6 +226,11 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.header.codec
     }
 
+    /// Keys per segment of the table's blocks: 0 for a format-1 table (no skip entries).
+    pub fn segment_keys(&self) -> u32 {
+        self.header.segment_keys
+    }
+
     /// The permutation the keys are sorted under.
     pub fn permutation(&self) -> &Permutation {
         &self.header.permutation
@@ -312,6 +327,38 @@ impl<D: AsRef<[u8]>> Table<D> {
         prefetch_read((&self.crc_checked[(i / 64) as usize] as *const AtomicU64).cast());
     }
 
+    /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
+    /// range) has brought its skip entries: the segment where a scan of `lo` starts decoding
+    /// ([`Segments::find`]), its first lines prefetched (a large block's first lines do not
+    /// hold them). 0 for an unsegmented table. A hint: a wrong segment only costs decode work.
+    #[inline]
+    pub(crate) fn prefetch_segment(&self, i: u64, lo: u64) -> u32 {
+        if self.header.segment_keys == 0 {
+            return 0;
+        }
+        let bytes = self.block_bytes(i);
+        let Some((segs, stream_at)) =
+            Segments::of_block(bytes, self.header.segment_keys, self.last_keys[i as usize])
+        else {
+            return 0;
+        };
+        let j = segs.find(lo);
+        let at = super::segment::start_byte(&segs, stream_at, j).min(bytes.len() - 1);
+        prefetch_read(bytes[at..].as_ptr());
+        prefetch_read(bytes[(at + 64).min(bytes.len() - 1)..].as_ptr());
+        j
+    }
+
+    /// The segment layout of block `i` (in range) and its coded stream, `None` if its count
+    /// leaves no room for its skip entries (the block decoder names that corruption).
+    #[inline]
+    pub(crate) fn segments(&self, i: u64) -> Option<(Segments<'_>, &[u8])> {
+        let bytes = self.block_bytes(i);
+        let (segs, at) =
+            Segments::of_block(bytes, self.header.segment_keys, self.last_keys[i as usize])?;
+        Some((segs, &bytes[at..bytes.len() - block::BLOCK_TRAILER_LEN]))
+    }
+
     /// The blocks a range `lo..=hi` whose first block is `i` (from [`find_block`](Self::find_block)
     /// of `lo`, in range) will decode, as far as the in-memory last keys tell without reading a
     /// block: `i..i + 1`, or `i..i + 2` when the range goes on past block `i`'s last key. At a
@@ -366,9 +413,31 @@ impl<D: AsRef<[u8]>> Table<D> {
                 block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
                 word.fetch_or(bit, Ordering::Relaxed);
             }
-            BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode)
+            let layout = block::Layout {
+                segment_keys: self.header.segment_keys,
+                last: self.last_keys[i as usize],
+            };
+            BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode, layout)
                 .map_err(|e| self.attach(e))
         }
+    }
+
+    /// [`block`](Self::block) `i`, started at the last segment that can hold a key `>= lo`
+    /// first: the keys before it are skipped without decoding.
+    #[inline]
+    pub(crate) fn block_at(&self, i: u64, lo: u64) -> Result<BlockDecoder<'_>> {
+        let mut d = self.block(i)?;
+        d.seek(lo);
+        Ok(d)
+    }
+
+    /// [`block`](Self::block) `i`, started at segment `j` (from
+    /// [`prefetch_segment`](Self::prefetch_segment)).
+    #[inline]
+    pub(crate) fn block_at_segment(&self, i: u64, j: u32) -> Result<BlockDecoder<'_>> {
+        let mut d = self.block(i)?;
+        d.seek_segment(j);
+        Ok(d)
     }
 
     /// The first block whose last key is `>= key` (`block_count()` if none): the only block

@@ -66,9 +66,13 @@ impl<D: AsRef<[u8]> + Sync> Table<D> {
     fn verify_block(&self, i: u64, mut visit: impl FnMut(u64)) -> Result<()> {
         let off = self.block_offset(i);
         let bytes = self.block_bytes(i);
-        let mut d = BlockDecoder::new(bytes, i, off, self.codec(), self.decode_table())
-            .map_err(|e| self.attach(e))?;
         let last_keys = self.last_keys();
+        let layout = block::Layout {
+            segment_keys: self.segment_keys(),
+            last: last_keys[i as usize],
+        };
+        let mut d = BlockDecoder::new(bytes, i, off, self.codec(), self.decode_table(), layout)
+            .map_err(|e| self.attach(e))?;
         let mut prev = i.checked_sub(1).map(|j| last_keys[j as usize]);
         let mut last = None;
         while let Some(k) = d.next().map_err(|e| self.attach(e))? {
@@ -105,7 +109,7 @@ impl<D: AsRef<[u8]> + Sync> Table<D> {
         if !pad_ok {
             return Err(self.attach(Error::corrupt(
                 format!("block {i} padding"),
-                off + block::BLOCK_HEADER_LEN as u64 + used / 8,
+                off + (bytes.len() - block::BLOCK_TRAILER_LEN - stream.len()) as u64 + used / 8,
                 "zero bits after the last delta",
                 "non-zero bits",
             )));

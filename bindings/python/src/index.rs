@@ -77,7 +77,7 @@ impl PyIndex {
 impl PyIndex {
     /// Build an index at `path` (which must not exist) from a uint64 array, then open it.
     #[staticmethod]
-    #[pyo3(signature = (path, fingerprints, *, k=Distance(3), design="auto", codec="h-delta", block_size=None, mem_bytes=1<<30, threads=None))]
+    #[pyo3(signature = (path, fingerprints, *, k=Distance(3), design="auto", codec="h-delta", block_size=None, segment_keys=None, mem_bytes=1<<30, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
@@ -87,6 +87,7 @@ impl PyIndex {
         design: &str,
         codec: &str,
         block_size: Option<u32>,
+        segment_keys: Option<u32>,
         mem_bytes: u64,
         threads: Option<Threads>,
     ) -> PyResult<PyIndex> {
@@ -98,6 +99,7 @@ impl PyIndex {
             .with_design(design_choice(design))
             .with_codec(codec.parse().map_err(to_py)?)
             .with_block_size(block_size)
+            .with_segment_keys(segment_keys)
             .with_mem_bytes(mem_bytes);
         let p = path.clone();
         // Ctrl-C stops the build between chunks and publishes nothing.
@@ -253,8 +255,8 @@ impl PyIndex {
         self.path.clone()
     }
 
-    /// Sizes: keys, design, k, tables, block_size, disk_bytes, bits_per_key_per_table,
-    /// memory_bytes, probes_per_query.
+    /// Sizes: keys, design, k, tables, block_size, segment_keys, disk_bytes,
+    /// bits_per_key_per_table, memory_bytes, probes_per_query.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = with!(&self.held, i => i.stats());
         let d = PyDict::new(py);
@@ -263,6 +265,7 @@ impl PyIndex {
         d.set_item("k", s.k)?;
         d.set_item("tables", s.tables)?;
         d.set_item("block_size", s.block_size)?;
+        d.set_item("segment_keys", s.segment_keys)?;
         d.set_item("disk_bytes", s.disk_bytes)?;
         d.set_item("bits_per_key_per_table", s.bits_per_key_per_table)?;
         d.set_item("memory_bytes", s.memory_bytes)?;

@@ -69,11 +69,14 @@ class Index:
         design: str = "auto",
         codec: Literal["h-delta", "gap"] = "h-delta",
         block_size: int | None = None,
+        segment_keys: int | None = None,
         mem_bytes: int = 1 << 30,
         threads: int | None = None,
     ) -> Index:
         """Build an index at ``path`` (which must not exist) and open it. Duplicates and any
-        order are fine; ``k`` is the largest distance it must answer exactly."""
+        order are fine; ``k`` is the largest distance it must answer exactly. ``block_size``
+        and ``segment_keys`` (keys per skip entry of a block, 0 for none) default to the
+        automatic layout: 4096-byte blocks in segments of 20 keys."""
     @staticmethod
     def open(path: _Path, *, in_memory: bool = False, populate: bool = False) -> Index:
         """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead).
@@ -120,8 +123,8 @@ class Index:
     def path(self) -> str:
         """The index directory."""
     def stats(self) -> dict[str, Any]:
-        """Sizes: keys, design, k, tables, block_size, disk_bytes, bits_per_key_per_table,
-        memory_bytes, probes_per_query."""
+        """Sizes: keys, design, k, tables, block_size, segment_keys, disk_bytes,
+        bits_per_key_per_table, memory_bytes, probes_per_query."""
     def counters(self) -> dict[str, int]:
         """queries, probes, blocks_decoded, keys_decoded, candidates since opening."""
     def verify(self, *, threads: int | None = None) -> dict[str, int]:
