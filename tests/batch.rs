@@ -129,14 +129,16 @@ fn small_batches_skip_blocks_and_stay_exact() {
             batch.extend([lo, hi, lo ^ 4, hi ^ (1 << 63)]);
         }
         let bset: BTreeSet<u64> = batch.iter().copied().collect();
-        for design in ["10", "m2c1r1"] {
+        // Format 1, and format 2 (1024-byte blocks in segments of 20 keys: a seek past the
+        // keys below the batch's next wanted key also skips segments).
+        for (design, block) in [("10", 128), ("m2c1r1", 128), ("10", 1024)] {
             let dir = tempfile::tempdir().unwrap();
-            let idx = build(&dir.path().join("i"), stored, design, 128);
+            let idx = build(&dir.path().join("i"), stored, design, block);
             let r = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
             assert_eq!(
                 r.pairs,
                 brute_pairs(&bset, &sset, 3),
-                "{name}, design {design}"
+                "{name}, design {design}, B = {block}"
             );
             let mut merged = Vec::new();
             for i in 0..3 {
