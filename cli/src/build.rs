@@ -39,14 +39,14 @@ pub struct LayoutArgs {
     /// Table design: auto, the paper's 20, 16, 10 or 4 (k = 3), m<M>c<C>r<R> or m<M1>x<M2>.
     #[arg(long, default_value = "auto")]
     pub design: String,
-    /// Block size in bytes (power of two, 128..=65536), or auto: the smallest of 256..4096 whose
-    /// in-memory last-key arrays (and their directories) fit in 2 GiB (small blocks, fast
-    /// queries; large at billions).
+    /// Block size in bytes (power of two, 128..=65536), or auto: 4096 (in segments) for an
+    /// index of up to 1 GiB, else the smallest of 256..4096 whose in-memory last-key arrays
+    /// (and their directories) fit in 2 GiB (small blocks, fast queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,
     /// Keys per segment of a block (format 2: a skip entry every N keys, so that a probe
     /// decodes about N / 2 keys to reach its range, however large the block), 0 for none
-    /// (format 1), or auto: 16 for blocks of 1024..=8192 bytes, else none.
+    /// (format 1), or auto: 20 for blocks of 1024..=8192 bytes, else none.
     #[arg(long, default_value = "auto")]
     pub segment_keys: String,
     /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).

@@ -17,10 +17,24 @@ pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
 /// searches the last keys.
 const READER_BYTES_PER_BLOCK: f64 = 9.0;
-/// Block sizes [`auto_block_size`] chooses from, smallest first: both cut into segments of
-/// [`AUTO_SEGMENT_KEYS`], so that a probe decodes as little as in the 256-byte blocks of
-/// format 1 (BENCHMARKS.md, issue 29), in bound + 3.4 bits per key instead of bound + 5.8.
-pub const AUTO_BLOCK_SIZES: [u32; 2] = [4096, 8192];
+/// Block sizes [`auto_block_size`] chooses from for indexes above
+/// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first.
+pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
+/// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.4 bits per key instead of bound + 5.8 (256-byte
+/// blocks of format 1), and queries as fast or faster at 1M and 10M keys (BENCHMARKS.md,
+/// issue 29).
+pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
+/// The largest index (modelled bytes of all tables) [`auto_block_size`] gives segmented
+/// blocks: 1 GiB.
+///
+/// A segmented block costs a probe one more dependent memory access than a 256-byte block of
+/// format 1 (its skip entries, then its segment, where format 1 prefetches the whole block at
+/// once). While the index's blocks are in the CPU caches that is cheaper than the decode it
+/// saves; once they come from DRAM it is a round trip per query: at 100M keys (5 GB) queries
+/// were 1.4x slower than format 1's (at 10M, 0.5 GB, 1.1x faster; measured on a VM with a
+/// 480 MB L3, BENCHMARKS.md).
+pub const AUTO_SEGMENTED_INDEX_BYTES: f64 = (1u64 << 30) as f64;
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information
 /// bound plus the measured ~2.5 bits of h-delta overhead per key, after the 16 bytes of block
@@ -50,11 +64,18 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
 /// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
 ///
-/// Without segments a probe decodes half a block on average, so format 1 wanted 256-byte
-/// blocks and gigabytes of last keys at a billion keys. Segments make a probe's decode
-/// independent of the block size, so the automatic blocks are large: a few bytes of reader
-/// memory per 600 keys, and 16 times fewer block headers on disk.
+/// Up to [`AUTO_SEGMENTED_INDEX_BYTES`] of index: [`AUTO_SEGMENTED_BLOCK_SIZE`], whose
+/// segments make a probe's decode independent of the block size. Above: a format-1 block
+/// decodes half a block per probe on average, each key a serial chain of work, so small blocks
+/// make queries fast: at the smallest the compressed index keeps up with the same design over
+/// raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
+/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
+/// there larger blocks are the only way to keep the index's memory small.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {
+    let bits = crate::table::information_bound(n.max(1)) + 2.5;
+    if n as f64 * bits / 8.0 * tables as f64 <= AUTO_SEGMENTED_INDEX_BYTES {
+        return AUTO_SEGMENTED_BLOCK_SIZE;
+    }
     AUTO_BLOCK_SIZES
         .iter()
         .copied()
@@ -154,18 +175,24 @@ mod tests {
 
     #[test]
     fn auto_block_size_is_small_until_memory_forbids() {
-        assert_eq!(auto_block_size(1_000_000, 20), 4096);
-        assert_eq!(auto_block_size(100_000_000, 10), 4096);
+        // Segmented blocks while the index is small (1M keys in 4 tables: 24 MB; 10M in 10:
+        // 0.56 GB), format 1's smallest above.
+        assert_eq!(auto_block_size(1_000_000, 4), 4096);
+        assert_eq!(
+            auto_segment_keys(auto_block_size(10_000_000, 10)),
+            AUTO_SEGMENT_KEYS
+        );
+        assert_eq!(auto_block_size(30_000_000, 10), 256);
+        assert_eq!(auto_block_size(100_000_000, 10), 256);
+        assert_eq!(auto_segment_keys(256), 0);
+        // The 10 tables `auto` picks at 1B still fit 256-byte blocks in the budget.
         assert_eq!(Design::auto(1_000_000_000, 3).unwrap().tables().len(), 10);
-        // The paper's 8e9 keys in 20 tables: 8.6M blocks of 4096 bytes per table, 1.5 GB of
-        // last keys and directory; 4e10 keys need the larger blocks.
-        assert_eq!(auto_block_size(8_000_000_000, 20), 4096);
-        assert_eq!(auto_block_size(40_000_000_000, 20), 8192);
-        for b in AUTO_BLOCK_SIZES {
-            assert!(auto_segment_keys(b) > 0, "{b}");
-        }
+        assert_eq!(auto_block_size(1_000_000_000, 10), 256);
+        assert_eq!(auto_block_size(2_000_000_000, 10), 512);
+        assert!(auto_block_size(8_000_000_000, 20) > 1024);
         let mut last = 0;
-        for n in [1e6, 1e7, 1e8, 1e9, 1e10] {
+        // Above the segmented range, larger as the last keys grow.
+        for n in [1e8, 1e9, 1e10] {
             let b = auto_block_size(n as u64, 20);
             assert!(b >= last);
             last = b;

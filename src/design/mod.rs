@@ -26,8 +26,9 @@ mod cost;
 mod join;
 
 pub use cost::{
-    AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES, AUTO_SEGMENT_KEYS, AUTO_SEGMENT_MIN_BLOCK, Cost,
-    DEFAULT_MAX_TABLES, auto_block_size, auto_segment_keys, keys_per_block,
+    AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES, AUTO_SEGMENT_KEYS, AUTO_SEGMENT_MIN_BLOCK,
+    AUTO_SEGMENTED_BLOCK_SIZE, AUTO_SEGMENTED_INDEX_BYTES, Cost, DEFAULT_MAX_TABLES,
+    auto_block_size, auto_segment_keys, keys_per_block,
 };
 pub use join::{check_join_design, join_design};
 

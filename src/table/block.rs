@@ -403,6 +403,24 @@ impl<'a> BlockDecoder<'a> {
         }
     }
 
+    /// Whether the next key starts a segment (a segmented block, keys taken): a point where a
+    /// scan may [`skip_to`](Self::skip_to) a later segment.
+    #[inline]
+    pub(crate) fn at_segment_end(&self) -> bool {
+        self.started && self.raw_at > 0 && self.remaining == self.raw_at
+    }
+
+    /// At a segment end ([`at_segment_end`](Self::at_segment_end)): go on at the last segment
+    /// that can hold a key `>= key` first, if that skips a segment or more; the keys of the
+    /// skipped segments are not decoded.
+    pub(crate) fn skip_to(&mut self, key: u64) {
+        let j = self.segments.find(key);
+        if j > self.segment + 1 {
+            self.start_segment(j);
+            self.started = false;
+        }
+    }
+
     /// Position at the start of segment `j`, its first key next (faulting on a bad entry).
     fn start_segment(&mut self, j: u32) {
         match self.segments.enter(self.stream, j) {

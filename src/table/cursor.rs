@@ -121,6 +121,19 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
         Ok(true)
     }
 
+    /// Whether the next key starts a segment of the block: a point for
+    /// [`skip_within`](Self::skip_within).
+    #[inline]
+    pub(crate) fn at_segment_end(&self) -> bool {
+        self.dec.at_segment_end()
+    }
+
+    /// At a segment end: skip the block's segments whose keys are all below `key`.
+    #[inline]
+    pub(crate) fn skip_within(&mut self, key: u64) {
+        self.dec.skip_to(key);
+    }
+
     /// The block being decoded.
     pub(crate) fn block(&self) -> u64 {
         self.block
@@ -192,9 +205,17 @@ impl<D: AsRef<[u8]>> Table<D> {
         decoding(first);
         let mut cursor = Cursor::open(self, first, lo, hi, &mut 0)?;
         loop {
-            match cursor.step(&mut 0) {
-                Step::Key(k) => f(k),
-                Step::Below => {}
+            let step = cursor.step(&mut 0);
+            if let Step::Key(k) = step {
+                f(k);
+            }
+            // In a segmented block, skip within the block too, a segment at a time.
+            if matches!(step, Step::Key(_) | Step::Below) && cursor.at_segment_end() {
+                let Some(want) = next() else { return Ok(()) };
+                cursor.skip_within(want);
+            }
+            match step {
+                Step::Key(_) | Step::Below => {}
                 Step::BlockEnd => {
                     let Some(want) = next() else { return Ok(()) };
                     if !cursor.seek(want, &mut 0)? {

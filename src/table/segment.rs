@@ -214,7 +214,21 @@ impl<'a> Segments<'a> {
         // partial key is below lo's is below lo.
         let target = partial(lo, self.c);
         // The number of entries below `target` (entries ascend in a well-formed block; in any
-        // other, this still returns a segment in range).
+        // other, this still returns a segment in range). Keys spread about evenly over a
+        // block, so the segment `lo`'s place between first and last points to is nearly always
+        // right or next to it: start there, reading one or two entries (one cache line at
+        // most, not a binary search's three), and search only when that fails.
+        let frac = (lo - self.first) as f64 / (self.last - self.first) as f64;
+        let mut j = ((frac * (self.count - 1) as f64) as u32 / self.keys).min(m);
+        for _ in 0..4 {
+            if j < m && self.entry(j + 1).0 < target {
+                j += 1;
+            } else if j > 0 && self.entry(j).0 >= target {
+                j -= 1;
+            } else {
+                return j;
+            }
+        }
         let (mut base, mut size) = (0u32, m);
         while size > 0 {
             let half = size / 2;
