@@ -100,7 +100,9 @@ fn gen_build_query_stats_verify() {
     assert_eq!(out, format!("{:016x}\t{:016x}\t0\n", fps[2], fps[2]));
     let st = ok(&simdex(&["stats", "idx", "--json"], None, p));
     assert!(
-        st.contains("\"fingerprints\":5080") && st.contains("\"tables\":10"),
+        st.contains("\"fingerprints\":5080")
+            && st.contains("\"tables\":10")
+            && st.contains("\"block_size\":256,\"segment_keys\":0"),
         "{st}"
     );
     assert!(ok(&simdex(&["stats", "idx"], None, p)).contains("design"));
@@ -175,6 +177,32 @@ fn bad_input_gives_one_line_errors_and_no_partial_index() {
         ),
         "block size",
     );
+    // Segments: 1 key, a number past u32, and blocks too large for 16-bit offsets.
+    for (seg, block, says) in [
+        ("1", "auto", "segment length 1"),
+        ("99999999999", "auto", "segment length"),
+        ("banana", "auto", "segment length"),
+        ("20", "16384", "8192"),
+    ] {
+        fails(
+            &simdex(
+                &[
+                    "build",
+                    "--input",
+                    "bad.hex",
+                    "--out",
+                    "idx",
+                    "--block-size",
+                    block,
+                    "--segment-keys",
+                    seg,
+                ],
+                None,
+                p,
+            ),
+            says,
+        );
+    }
     fails(
         &simdex(
             &["build", "--input", "bad.hex", "--out", "no/such/dir/idx"],

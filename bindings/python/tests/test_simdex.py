@@ -56,6 +56,39 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> tuple[simdex.Index, np.nd
     return simdex.Index.build(path, fps, k=3, design="10", block_size=256), fps
 
 
+@pytest.mark.parametrize(
+    ("block_size", "segment_keys", "want"),
+    [(None, None, (4096, 20)), (1024, 4, (1024, 4)), (4096, 0, (4096, 0))],
+)
+def test_segmented_layouts_match_brute_force(
+    tmp_path: Path, block_size: int | None, segment_keys: int | None, want: tuple[int, int]
+) -> None:
+    fps = sample(20_000, 2)
+    idx = simdex.Index.build(
+        tmp_path / "idx", fps, design="4", block_size=block_size, segment_keys=segment_keys
+    )
+    st = idx.stats()
+    assert (st["block_size"], st["segment_keys"]) == want
+    queries = np.concatenate([fps[:100], fps[-3:], np.array([0, 2**64 - 1], dtype=np.uint64)])
+    qi, f, d = idx.near_many(queries, 3)
+    for i, q in enumerate(queries.tolist()):
+        rows = qi == i
+        assert sorted(zip(d[rows].tolist(), f[rows].tolist())) == brute(fps, q, 3)
+    idx.verify()
+
+
+def test_absurd_segment_lengths_are_refused(tmp_path: Path) -> None:
+    fps = sample(100, 3)
+    for block_size, segment_keys in ((1024, 1), (16384, 20), (None, 70_000)):
+        with pytest.raises(simdex.InvalidArgument, match="segment length|8192"):
+            simdex.Index.build(
+                tmp_path / "bad", fps, block_size=block_size, segment_keys=segment_keys
+            )
+        assert not (tmp_path / "bad").exists()
+    with pytest.raises(OverflowError):
+        simdex.Index.build(tmp_path / "bad", fps, segment_keys=-1)
+
+
 def test_near_and_near_many_match_brute_force(index: tuple[simdex.Index, np.ndarray]) -> None:
     idx, fps = index
     queries = np.concatenate([fps[:150], fps[-5:], np.array([0, 2**64 - 1], dtype=np.uint64)])
