@@ -78,7 +78,7 @@ pub fn run(a: Args) -> Result<()> {
     let s = index::build(&a.out, input, &opts)?;
     if !a.quiet {
         eprintln!(
-            "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}, block size {}); \
+            "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}, block size {}{}); \
              {} on disk ({:.2} bits per fingerprint per table){}; {:.2?}",
             a.out.display(),
             s.input,
@@ -87,6 +87,7 @@ pub fn run(a: Args) -> Result<()> {
             s.design.tables().len(),
             s.design.k(),
             s.block_size,
+            crate::util::segments_note(s.segment_keys),
             human_bytes(s.table_bytes as f64),
             s.table_bytes as f64 * 8.0 / s.keys.max(1) as f64 / s.design.tables().len() as f64,
             if s.external { "; external sort" } else { "" },

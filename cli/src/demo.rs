@@ -41,13 +41,14 @@ pub fn run(a: Args) -> Result<()> {
     let opts = a.layout.options(1 << 30, true)?;
     let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
     crate::outln!(
-        "built {} in {:.2?}: design {} ({} tables, k = {}, block size {})",
+        "built {} in {:.2?}: design {} ({} tables, k = {}, block size {}{})",
         dir.display(),
         s.elapsed,
         s.design.name(),
         s.design.tables().len(),
         s.design.k(),
-        s.block_size
+        s.block_size,
+        crate::util::segments_note(s.segment_keys)
     )?;
     let idx = Index::open(&dir)?;
     let st = idx.stats();

@@ -62,6 +62,14 @@ pub fn parse_segment_keys(s: &str) -> Result<Option<u32>> {
     Ok(Some(n))
 }
 
+/// ", segments of N keys" for a segmented layout, nothing for format 1.
+pub fn segments_note(segment_keys: u32) -> String {
+    match segment_keys {
+        0 => String::new(),
+        n => format!(", segments of {n} keys"),
+    }
+}
+
 /// Buffered stdout.
 pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
     BufWriter::with_capacity(1 << 16, io::stdout().lock())

@@ -2,10 +2,10 @@
 //!
 //! The serial builder makes two passes over the keys (histogram, then encode), one key after
 //! another: at a billion keys the encode alone takes tens of seconds per table, while the other
-//! cores wait. Here both passes run over segments of the keys in parallel: the histogram is a
-//! sum of the segments' histograms (a segment also counts the pair across its first boundary),
-//! and each segment is encoded into whole blocks of its own, which the writer then seals (each
-//! block's crc at its final place) and appends in order. A segment's last block may be less
+//! cores wait. Here both passes run over chunks of the keys in parallel: the histogram is a
+//! sum of the chunks' histograms (a chunk also counts the pair across its first boundary),
+//! and each chunk is encoded into whole blocks of its own, which the writer then seals (each
+//! block's crc at its final place) and appends in order. A chunk's last block may be less
 //! than full, so the table can hold a few more blocks than the serial builder's — the format
 //! allows any key count per block — and its keys, order and code are the same.
 
@@ -19,35 +19,36 @@ use crate::codec::huffman::{Code, NUM_SYMBOLS};
 use crate::error::{Error, Result};
 use crate::table::format::check_block_size;
 
-/// Keys per segment: large enough that a segment's one partial block costs nothing measurable
+/// Keys per chunk: large enough that a chunk's one partial block costs nothing measurable
 /// (about one block in 20 000 at B = 256), small enough to spread a table over every core.
-const SEGMENT: usize = 1 << 20;
+const CHUNK: usize = 1 << 20;
 
 /// Build a table file at `path` atomically from `keys`, sorted ascending and distinct (checked),
 /// on all cores; small inputs go through the serial builder.
 pub fn build_file_sorted(path: &Path, opts: &TableOptions, keys: &[u64]) -> Result<TableSummary> {
-    build_file_sorted_in(path, opts, keys, SEGMENT)
+    build_file_sorted_in(path, opts, keys, CHUNK)
 }
 
 fn build_file_sorted_in(
     path: &Path,
     opts: &TableOptions,
     keys: &[u64],
-    segment: usize,
+    chunk: usize,
 ) -> Result<TableSummary> {
     check_block_size(opts.block_size)?;
-    if keys.len() < 2 * segment {
+    super::format::check_segment_keys(opts.segment_keys, opts.block_size)?;
+    if keys.len() < 2 * chunk {
         return build_file(path, opts, || Ok(keys.iter().map(|&k| Ok(k))));
     }
-    let hist = histogram(opts, keys, segment)?;
+    let hist = histogram(opts, keys, chunk)?;
     let code = hist.code();
-    // Encode a wave of segments (one per core, a few MB each) at a time, append it in order.
-    let wave = rayon::current_num_threads().max(1) * segment;
+    // Encode a wave of chunks (one per core, a few MB each) at a time, append it in order.
+    let wave = rayon::current_num_threads().max(1) * chunk;
     crate::atomic::write_file(path, |w| {
         let mut tw = TableWriter::new(w, opts, &hist)?;
-        for chunk in keys.chunks(wave) {
-            let encoded: Vec<(Vec<u8>, Vec<u64>, u64)> = chunk
-                .par_chunks(segment)
+        for part in keys.chunks(wave) {
+            let encoded: Vec<(Vec<u8>, Vec<u64>, u64)> = part
+                .par_chunks(chunk)
                 .map(|seg| encode(opts, &code, seg))
                 .collect::<Result<_>>()?;
             for (mut blocks, last_keys, n) in encoded {
@@ -59,15 +60,15 @@ fn build_file_sorted_in(
     .map_err(|e| e.with_path(path))
 }
 
-/// The histogram of the symbols between consecutive keys, segment by segment in parallel; an
+/// The histogram of the symbols between consecutive keys, chunk by chunk in parallel; an
 /// error at the first pair out of order.
-fn histogram(opts: &TableOptions, keys: &[u64], segment: usize) -> Result<Histogram> {
+fn histogram(opts: &TableOptions, keys: &[u64], chunk: usize) -> Result<Histogram> {
     let codec = opts.codec;
-    let parts: Vec<Result<[u64; NUM_SYMBOLS]>> = (0..keys.len().div_ceil(segment))
+    let parts: Vec<Result<[u64; NUM_SYMBOLS]>> = (0..keys.len().div_ceil(chunk))
         .into_par_iter()
         .map(|s| {
             let mut freqs = [0u64; NUM_SYMBOLS];
-            let (start, end) = ((s * segment).max(1), ((s + 1) * segment).min(keys.len()));
+            let (start, end) = ((s * chunk).max(1), ((s + 1) * chunk).min(keys.len()));
             for i in start..end {
                 let (a, b) = (keys[i - 1], keys[i]);
                 if b <= a {
@@ -91,7 +92,7 @@ fn histogram(opts: &TableOptions, keys: &[u64], segment: usize) -> Result<Histog
     Ok(Histogram::from_parts(codec, freqs, keys.len() as u64))
 }
 
-/// One segment's keys as whole blocks (crc fields left for the writer), each block's last key,
+/// One chunk's keys as whole blocks (crc fields left for the writer), each block's last key,
 /// and the number of keys.
 fn encode(opts: &TableOptions, code: &Code, keys: &[u64]) -> Result<(Vec<u8>, Vec<u64>, u64)> {
     let b = opts.block_size as usize;
@@ -124,7 +125,7 @@ mod tests {
     use crate::table::Table;
 
     #[test]
-    fn segments_build_a_valid_table_with_the_same_keys() {
+    fn chunks_build_a_valid_table_with_the_same_keys() {
         let mut s = 11;
         let mut keys: Vec<u64> = (0..50_000)
             .map(|_| crate::sample::splitmix64(&mut s))
@@ -137,7 +138,7 @@ mod tests {
                 .with_codec(codec)
                 .with_block_size(256);
             let (p, q) = (dir.path().join("par"), dir.path().join("ser"));
-            // Segments of 1 000 keys: 50 of them, built in waves, each ending in a partial block.
+            // Chunks of 1 000 keys: 50 of them, built in waves, each ending in a partial block.
             let sum = build_file_sorted_in(&p, &opts, &keys, 1000).unwrap();
             build_file(&q, &opts, || Ok(keys.iter().map(|&k| Ok(k)))).unwrap();
             let (par, ser) = (Table::open(&p).unwrap(), Table::open(&q).unwrap());
