@@ -39,9 +39,9 @@ pub struct LayoutArgs {
     /// Table design: auto, the paper's 20, 16, 10 or 4 (k = 3), m<M>c<C>r<R> or m<M1>x<M2>.
     #[arg(long, default_value = "auto")]
     pub design: String,
-    /// Block size in bytes (power of two, 128..=65536), or auto: 4096 (in segments) for an
-    /// index of up to 1 GiB, else the smallest of 256..4096 whose in-memory last-key arrays
-    /// (and their directories) fit in 2 GiB (small blocks, fast queries; large at billions).
+    /// Block size in bytes (power of two, 128..=65536), or auto: 4096 for an index of up to
+    /// 1 GiB, else the smallest of 1024..4096 whose in-memory last-key arrays (and their
+    /// directories) fit in 2 GiB (small blocks, fast queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,
     /// Keys per segment of a block (format 2: a skip entry every N keys, so that a probe

@@ -18,8 +18,11 @@ pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// searches the last keys.
 const READER_BYTES_PER_BLOCK: f64 = 9.0;
 /// Block sizes [`auto_block_size`] chooses from for indexes above
-/// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first.
-pub const AUTO_BLOCK_SIZES: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first, all cut into segments of
+/// [`AUTO_SEGMENT_KEYS`]. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
+/// 3-10% faster than format 1's 256-byte blocks, at bound + 3.9 bits per key instead of + 5.6
+/// and a quarter of the reader memory; 4096-byte ones were 1.4x slower (BENCHMARKS.md).
+pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
 /// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.4 bits per key instead of bound + 5.8 (256-byte
 /// blocks of format 1), and queries as fast or faster at 1M and 10M keys (BENCHMARKS.md,
@@ -28,12 +31,12 @@ pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// The largest index (modelled bytes of all tables) [`auto_block_size`] gives segmented
 /// blocks: 1 GiB.
 ///
-/// A segmented block costs a probe one more dependent memory access than a 256-byte block of
-/// format 1 (its skip entries, then its segment, where format 1 prefetches the whole block at
-/// once). While the index's blocks are in the CPU caches that is cheaper than the decode it
-/// saves; once they come from DRAM it is a round trip per query: at 100M keys (5 GB) queries
-/// were 1.4x slower than format 1's (at 10M, 0.5 GB, 1.1x faster; measured on a VM with a
-/// 480 MB L3, BENCHMARKS.md).
+/// A probe of a 4096-byte segmented block reads its skip entries (up to three cache lines),
+/// then its segment, and the first read of each block checks a crc over 4 KiB. While the
+/// index's blocks are in the CPU caches that is cheaper than the decode it saves; once they
+/// come from DRAM it is not: at 100M keys (5 GB) queries were 1.4x slower than format 1's (at
+/// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, BENCHMARKS.md).
+/// Larger indexes take 1024-byte blocks, whose header and skip entries share one line.
 pub const AUTO_SEGMENTED_INDEX_BYTES: f64 = (1u64 << 30) as f64;
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information
@@ -64,13 +67,12 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
 /// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
 ///
-/// Up to [`AUTO_SEGMENTED_INDEX_BYTES`] of index: [`AUTO_SEGMENTED_BLOCK_SIZE`], whose
-/// segments make a probe's decode independent of the block size. Above: a format-1 block
-/// decodes half a block per probe on average, each key a serial chain of work, so small blocks
-/// make queries fast: at the smallest the compressed index keeps up with the same design over
-/// raw sorted arrays (BENCHMARKS.md). But the in-memory last-key array (and its
-/// directory) costs up to 9 bytes per block per table, which at billions of keys is gigabytes;
-/// there larger blocks are the only way to keep the index's memory small.
+/// Up to [`AUTO_SEGMENTED_INDEX_BYTES`] of index: [`AUTO_SEGMENTED_BLOCK_SIZE`]. Above, the
+/// smallest of [`AUTO_BLOCK_SIZES`] whose last keys fit the budget: small blocks cost a probe
+/// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
+/// (and its directory) costs up to 9 bytes per block per table, which at billions of keys is
+/// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's
+/// decode independent of the block size in every case.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {
     let bits = crate::table::information_bound(n.max(1)) + 2.5;
     if n as f64 * bits / 8.0 * tables as f64 <= AUTO_SEGMENTED_INDEX_BYTES {
@@ -182,14 +184,18 @@ mod tests {
             auto_segment_keys(auto_block_size(10_000_000, 10)),
             AUTO_SEGMENT_KEYS
         );
-        assert_eq!(auto_block_size(30_000_000, 10), 256);
-        assert_eq!(auto_block_size(100_000_000, 10), 256);
+        assert_eq!(auto_block_size(30_000_000, 10), 1024);
+        assert_eq!(auto_block_size(100_000_000, 10), 1024);
         assert_eq!(auto_segment_keys(256), 0);
-        // The 10 tables `auto` picks at 1B still fit 256-byte blocks in the budget.
+        // The 10 tables `auto` picks at 1B still fit 1024-byte blocks in the budget.
         assert_eq!(Design::auto(1_000_000_000, 3).unwrap().tables().len(), 10);
-        assert_eq!(auto_block_size(1_000_000_000, 10), 256);
-        assert_eq!(auto_block_size(2_000_000_000, 10), 512);
-        assert!(auto_block_size(8_000_000_000, 20) > 1024);
+        assert_eq!(auto_block_size(1_000_000_000, 10), 1024);
+        // The paper's 8e9 keys: 2048-byte blocks in 10 tables, 4096 in 20.
+        assert_eq!(auto_block_size(8_000_000_000, 10), 2048);
+        assert_eq!(auto_block_size(8_000_000_000, 20), 4096);
+        for b in AUTO_BLOCK_SIZES {
+            assert_eq!(auto_segment_keys(b), AUTO_SEGMENT_KEYS, "{b}");
+        }
         let mut last = 0;
         // Above the segmented range, larger as the last keys grow.
         for n in [1e8, 1e9, 1e10] {

@@ -76,8 +76,8 @@ class Index:
         """Build an index at ``path`` (which must not exist) and open it. Duplicates and any
         order are fine; ``k`` is the largest distance it must answer exactly. ``block_size``
         and ``segment_keys`` (keys per skip entry of a block, 0 for none) default to the
-        automatic layout: 4096-byte blocks in segments of 20 keys for an index of up to 1 GiB,
-        unsegmented 256-byte blocks above (larger at billions of fingerprints)."""
+        automatic layout: blocks in segments of 20 keys, of 4096 bytes for an index of up to
+        1 GiB and 1024 above (larger at billions of fingerprints)."""
     @staticmethod
     def open(path: _Path, *, in_memory: bool = False, populate: bool = False) -> Index:
         """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead).
