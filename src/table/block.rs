@@ -19,7 +19,7 @@
 //! stream, one 4-byte skip entry per segment after the first, and each segment's first key
 //! raw below the block's common prefix instead of a delta (`table::segment`).
 
-use super::segment::{self, SKIP_ENTRY_LEN, Segments};
+use super::segment::{self, SKIP_ENTRY_LEN, Segments, Start};
 use crate::codec::Codec;
 use crate::codec::bitio::{self, BitWriter};
 use crate::codec::huffman::{Code, DecodeTable};
@@ -424,25 +424,25 @@ impl<'a> BlockDecoder<'a> {
     /// Position at the start of segment `j`, its first key next (faulting on a bad entry).
     fn start_segment(&mut self, j: u32) {
         match self.segments.enter(self.stream, j) {
-            Some(s) => {
-                self.segment = j;
-                self.prev = s.key;
-                self.pos = s.pos;
-                self.end = s.end;
-                self.remaining = self.segments.keys_from(j);
-                self.raw_at = self.next_raw_at(j);
-            }
+            Some(s) => self.go_to(j, s),
             None => self.fail_segment(j),
         }
     }
 
-    /// `remaining` when segment `j`'s successor starts (0 if `j` is the last).
-    fn next_raw_at(&self, j: u32) -> u32 {
-        if j < self.segments.len() {
+    /// Decode on from segment `j`'s start `s`, its first key already `prev` (taken or not,
+    /// as `started` says): `remaining` counts that key.
+    fn go_to(&mut self, j: u32, s: Start) {
+        self.segment = j;
+        self.prev = s.key;
+        self.pos = s.pos;
+        self.end = s.end;
+        self.remaining = self.segments.keys_from(j);
+        // `remaining` when segment `j`'s successor starts (0 if `j` is the last).
+        self.raw_at = if j < self.segments.len() {
             self.segments.keys_from(j + 1)
         } else {
             0
-        }
+        };
     }
 
     #[cold]
@@ -463,12 +463,8 @@ impl<'a> BlockDecoder<'a> {
             self.fail_segment(j);
             return None;
         };
-        self.segment = j;
-        self.prev = s.key;
-        self.pos = s.pos;
-        self.end = s.end;
+        self.go_to(j, s);
         self.remaining -= 1;
-        self.raw_at = self.next_raw_at(j);
         Some(s.key)
     }
 

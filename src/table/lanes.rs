@@ -22,7 +22,6 @@
 use std::arch::x86_64::*;
 
 use super::Table;
-use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
 use super::block::{BlockDecoder, decode_delta_at};
 use super::cursor::Work;
 use crate::codec::Codec;
@@ -367,18 +366,19 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let j = g.segment[i] + 1;
-        let Some(s) = table.segments(b).and_then(|(segs, stream)| {
-            Some((segs.next(stream, j, g.pos.0[i], g.prev.0[i])?, segs))
-        }) else {
+        let next = table.segments(b).and_then(|(segs, stream)| {
+            let start = segs.next(stream, j, g.pos.0[i], g.prev.0[i])?;
+            Some((start, segs.keys_after_start(j)))
+        });
+        let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
-        let (start, segs) = s;
         work.keys += 1;
         g.segment[i] = j;
         g.pos.0[i] = start.pos;
         g.end.0[i] = start.end;
         g.prev.0[i] = start.key;
-        g.remaining.0[i] = segs.keys_after_start(j) as u64;
+        g.remaining.0[i] = left as u64;
         Ok(start.key)
     }
 
@@ -468,11 +468,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// can be read 8 bytes at a time at any byte up to its end (see [`Lanes`]).
     #[inline]
     pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
-        let b = self.block_bytes(i);
-        let count = u32::from_le_bytes(b[0..4].try_into().unwrap());
-        let entries = super::segment::entries(count, self.segment_keys()) as usize;
-        let crc_at = b.len() - BLOCK_TRAILER_LEN;
-        &b[(BLOCK_HEADER_LEN + entries * super::segment::SKIP_ENTRY_LEN).min(crc_at)..crc_at]
+        self.segments(i).map_or(&[], |(_, stream)| stream)
     }
 
     /// The corruption that stops the decode of block `i` from segment `segment` on, named as

@@ -336,16 +336,17 @@ impl<D: AsRef<[u8]>> Table<D> {
         if self.header.segment_keys == 0 {
             return 0;
         }
-        let bytes = self.block_bytes(i);
-        let Some((segs, stream_at)) =
-            Segments::of_block(bytes, self.header.segment_keys, self.last_keys[i as usize])
-        else {
+        let Some((segs, stream)) = self.segments(i) else {
             return 0;
         };
         let j = segs.find(lo);
-        let at = super::segment::start_byte(&segs, stream_at, j).min(bytes.len() - 1);
-        prefetch_read(bytes[at..].as_ptr());
-        prefetch_read(bytes[(at + 64).min(bytes.len() - 1)..].as_ptr());
+        let bit = if j == 0 { 0 } else { segs.offset(j) };
+        let at = (bit / 8) as usize;
+        for line in [at, at + 64] {
+            if let Some(p) = stream.get(line.min(stream.len().saturating_sub(1))..) {
+                prefetch_read(p.as_ptr());
+            }
+        }
         j
     }
 

@@ -52,14 +52,6 @@ pub fn partial(key: u64, c: u32) -> u16 {
     (key >> raw_bits(c)) as u16
 }
 
-/// The byte of a block at which segment `j` of `segs` starts, its stream starting at byte
-/// `stream_at`: for prefetching.
-#[inline]
-pub(crate) fn start_byte(segs: &Segments<'_>, stream_at: usize, j: u32) -> usize {
-    let bit = if j == 0 { 0 } else { segs.offset(j) };
-    stream_at + (bit / 8) as usize
-}
-
 /// Where a segment starts: its first key and the stream bits of its deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Start {
