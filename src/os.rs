@@ -1,5 +1,6 @@
 //! The operating system's memory hints, a leaf module (nothing of simdex below it): reading
-//! ahead when the tables are not in memory, and huge pages for the in-memory last-key arrays.
+//! ahead when the tables are not in memory, and huge pages for the in-memory last-key arrays
+//! and tables read into memory.
 //!
 //! A CPU prefetch never faults a page in, so when an index's files are not in the page cache a
 //! query's t probes each wait for their own disk read, one after another. For that case the
@@ -38,6 +39,21 @@ pub(crate) fn huge_pages<T>(v: &mut Vec<T>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = v;
+}
+
+/// Read `file` whole into a buffer in transparent huge pages where the kernel allows
+/// ([`huge_pages`]): for a table read into memory, whose probes each touch a random page (the
+/// TLB covers 2 MiB pages where it covers only a few MiB of 4 KiB ones).
+pub(crate) fn read_into_huge_pages(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let len = file.metadata()?.len();
+    let too_big = || Error::new(ErrorKind::OutOfMemory, format!("no memory for {len} bytes"));
+    let len = usize::try_from(len).map_err(|_| too_big())?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_big())?;
+    huge_pages(&mut v);
+    file.read_to_end(&mut v)?;
+    Ok(v)
 }
 
 #[cfg(unix)]

@@ -931,6 +931,30 @@ fn query_timing_reports_library_time_and_work_per_query() {
         d,
     );
     assert_eq!(ok(&o), out);
+    // So does --in-memory, which reads them whole; it is for indexes, and not with --populate.
+    let o = simdex(
+        &["query", "idx", "--input", "f.hex", "--in-memory"],
+        None,
+        d,
+    );
+    assert_eq!(ok(&o), out);
+    let o = simdex(
+        &[
+            "query",
+            "idx",
+            "--input",
+            "f.hex",
+            "--in-memory",
+            "--populate",
+        ],
+        None,
+        d,
+    );
+    fails(&o, "--populate");
+    std::fs::write(d.join("pairs.txt"), "00000000000000ff 7\n").unwrap();
+    ok(&simdex(&["insert", "st", "--input", "pairs.txt"], None, d));
+    let o = simdex(&["query", "st", "--input", "f.hex", "--in-memory"], None, d);
+    fails(&o, "is a store");
     // Without --timing, nothing on stderr.
     let o = simdex(&["query", "idx", "--input", "f.hex"], None, d);
     ok(&o);

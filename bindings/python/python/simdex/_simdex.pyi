@@ -82,6 +82,10 @@ class Index:
     def open(path: _Path, *, in_memory: bool = False, populate: bool = False) -> Index:
         """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead).
 
+        In memory, every block's checksum is checked at open and the tables are held in huge
+        pages where the kernel allows: the fastest queries on a large index (BENCHMARKS.md),
+        at the cost of its size in RAM and the read time.
+
         ``populate=True`` reads every table into the page cache and maps all its pages now
         (Linux; ignored elsewhere): no page faults while querying, latency flat from the first
         query, at the cost of open time. For services that open once and query for long."""
