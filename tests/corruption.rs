@@ -192,6 +192,37 @@ fn a_table_read_into_memory_checks_every_block_at_open() {
     assert!(msg.contains("gone.sxt") && msg.contains("read"), "{msg}");
 }
 
+/// An index opened with `populate` or into memory checks every block at open; a plain open
+/// meets a damaged block only when a query reads it.
+#[test]
+fn populated_and_in_memory_indexes_check_every_block_at_open() {
+    use simdex::Index;
+    use simdex::index::{self, BuildOptions, OpenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let fps = random_keys(20_000, 4);
+    let opts = BuildOptions::default().with_block_size(Some(256));
+    index::build(&path, fps.iter().map(|&f| Ok(f)), &opts).unwrap();
+    let file = path.join("table-01.sxt");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let blocks = Table::from_bytes(bytes.clone()).unwrap().block_count() as usize;
+    bytes[176 + (blocks / 2) * 256 + 40] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let plain = Index::open(&path).unwrap();
+    assert!(plain.verify().is_err());
+    let populate = OpenOptions::default().with_populate(true);
+    for err in [
+        Index::open_with(&path, &populate).err().unwrap(),
+        Index::open_in_memory(&path).err().unwrap(),
+    ] {
+        let msg = err.to_string();
+        assert!(
+            msg.contains("table-01.sxt") && msg.contains(&format!("block {} crc32", blocks / 2)),
+            "{msg}"
+        );
+    }
+}
+
 #[test]
 fn errors_name_structure_offset_expected_and_found() {
     let (_, mut bytes) = small_table();

@@ -28,9 +28,10 @@ pub struct Args {
     /// excluding reading input and writing output), and probes, blocks and keys per query.
     #[arg(long)]
     pub timing: bool,
-    /// Read and map every table page before the first query: no page faults while querying
-    /// (latency flat from the first query) at the cost of open time. For long runs over a
-    /// large index, not for a few lookups.
+    /// Read and map every table page and check every block's checksum before the first
+    /// query: no page faults or first-read checks while querying (latency flat from the first
+    /// query) at the cost of open time. For long runs over a large index, not for a few
+    /// lookups.
     #[arg(long)]
     pub populate: bool,
     /// Read the whole index into memory (huge pages where the kernel allows) and check every

@@ -141,8 +141,9 @@ pub struct OpenOptions {
     /// touches t random pages, so a fresh process with a warm page cache spends a good part of
     /// its first queries' time mapping pages (measured in BENCHMARKS.md). Populating pays that
     /// once, up front (a sequential read of what is not cached), and keeps latency flat from
-    /// the first query: for services that open once and query for long. A one-shot lookup of a
-    /// few fingerprints should not populate.
+    /// the first query: for services that open once and query for long. It also checks every
+    /// block's crc32 at open, which a reader otherwise does the first time a query reads the
+    /// block (all of it). A one-shot lookup of a few fingerprints should not populate.
     pub populate: bool,
 }
 

@@ -64,7 +64,8 @@ pub struct StoreOptions {
     /// Progress reports of compactions, rebuilds and merges (which may cancel them).
     pub progress: ProgressHandle,
     /// Read and map every table page of each generation as it is opened (see
-    /// [`crate::index::OpenOptions::populate`]): no page faults on the query path.
+    /// [`crate::index::OpenOptions::populate`]): no page faults and no first-read block checks on
+    /// the query path.
     pub populate: bool,
     /// Where the log's bytes go: the operating system's files unless a test substitutes its
     /// own (`with_log_storage`, with the `internals` feature).

@@ -69,7 +69,8 @@ impl Table<Mmap> {
 
     /// Map and open the table file at `path`; with `populate`, read the whole file into the
     /// page cache and enter every page in the process's page tables now (`MAP_POPULATE` on
-    /// Linux; ignored elsewhere), so that no query takes a page fault later.
+    /// Linux; ignored elsewhere), so that no query takes a page fault later, and check every
+    /// block's crc32 now.
     pub(crate) fn open_with(path: impl AsRef<Path>, populate: bool) -> Result<Table<Mmap>> {
         let path = path.as_ref();
         let file =
@@ -89,6 +90,11 @@ impl Table<Mmap> {
         let _ = map.advise(memmap2::Advice::Random);
         let mut t = Table::from_bytes(map).map_err(|e| e.with_path(path))?;
         t.path = Some(path.to_path_buf());
+        if populate {
+            // The whole file is being read anyway: check every block now, at the speed of a
+            // sequential scan, so that no query reads a whole block to check it later.
+            t.check_block_crcs()?;
+        }
         Ok(t)
     }
 }

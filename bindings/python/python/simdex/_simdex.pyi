@@ -87,8 +87,9 @@ class Index:
         at the cost of its size in RAM and the read time.
 
         ``populate=True`` reads every table into the page cache and maps all its pages now
-        (Linux; ignored elsewhere): no page faults while querying, latency flat from the first
-        query, at the cost of open time. For services that open once and query for long."""
+        (Linux; ignored elsewhere) and checks every block's checksum: no page faults or
+        first-read checks while querying, latency flat from the first query, at the cost of
+        open time. For services that open once and query for long."""
     def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32]:
         """(fingerprints, distances) within ``k`` (default: the index's k), by distance."""
     def has_near(self, fingerprint: int, k: int | None = None) -> bool:
