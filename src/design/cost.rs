@@ -20,8 +20,9 @@ const READER_BYTES_PER_BLOCK: f64 = 9.0;
 /// Block sizes [`auto_block_size`] chooses from for indexes above
 /// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first, all cut into segments of
 /// [`AUTO_SEGMENT_KEYS`]. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
-/// 3-10% faster than format 1's 256-byte blocks, at bound + 3.9 bits per key instead of + 5.6
-/// and a quarter of the reader memory; 4096-byte ones were 1.4x slower (BENCHMARKS.md).
+/// 3-10% faster than format 1's 256-byte blocks on one VM and level on another (with their
+/// first checks prefetched), at bound + 3.9 bits per key instead of + 5.6 and a quarter of the
+/// reader memory; 4096-byte ones were 1.4x slower (BENCHMARKS.md).
 pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
 /// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.4 bits per key instead of bound + 5.8 (256-byte
@@ -36,7 +37,10 @@ pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// index's blocks are in the CPU caches that is cheaper than the decode it saves; once they
 /// come from DRAM it is not: at 100M keys (5 GB) queries were 1.4x slower than format 1's (at
 /// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, BENCHMARKS.md).
-/// Larger indexes take 1024-byte blocks, whose header and skip entries share one line.
+/// Larger indexes take 1024-byte blocks: a head of two lines (blocks start 48 bytes into a
+/// line) and a 1 KiB first check, which probes prefetch whole. 2048-byte blocks in segments
+/// of 24 reach bound + 3.4 there and are as fast once every block is checked at open
+/// (`populate`, `open_in_memory`), but 1.15-1.4x slower for a fresh mapped reader.
 pub const AUTO_SEGMENTED_INDEX_BYTES: f64 = (1u64 << 30) as f64;
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information

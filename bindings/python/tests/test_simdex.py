@@ -177,6 +177,11 @@ def test_bad_input_raises_clear_errors(tmp_path: Path, index: tuple[simdex.Index
     with pytest.raises(simdex.CorruptError):
         simdex.Index.open(broken).verify()
     assert issubclass(simdex.CorruptError, simdex.Error)
+    # Opened in memory or populated, every block is checked at open: the damage is found
+    # there, not by whichever query first reads the block.
+    for kw in ({"in_memory": True}, {"populate": True}):
+        with pytest.raises(simdex.CorruptError, match=r"table-00\.sxt.*crc32|crc32.*table-00\.sxt"):
+            simdex.Index.open(broken, **kw)
 
 
 def test_store_round_trip_threads_and_errors(tmp_path: Path) -> None:
