@@ -39,8 +39,8 @@ pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, BENCHMARKS.md).
 /// Larger indexes take 1024-byte blocks: a head of two lines (blocks start 48 bytes into a
 /// line) and a 1 KiB first check, which probes prefetch whole. 2048-byte blocks in segments
-/// of 24 reach bound + 3.4 there and are as fast once every block is checked at open
-/// (`populate`, `open_in_memory`), but 1.15-1.4x slower for a fresh mapped reader.
+/// of 24 reach bound + 3.4 there and are no slower than format 1 once every block is checked
+/// at open (`populate`, `open_in_memory`), but 1.15-1.4x slower for a fresh mapped reader.
 pub const AUTO_SEGMENTED_INDEX_BYTES: f64 = (1u64 << 30) as f64;
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information

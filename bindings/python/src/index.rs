@@ -117,7 +117,8 @@ impl PyIndex {
     /// Open the index at `path`; `in_memory=True` reads its files into memory instead of
     /// mapping them (immune to files changed underneath; every block's checksum checked at
     /// open, huge pages where the kernel allows: the fastest queries on a large index);
-    /// `populate=True` maps every page at open (no page faults on the query path).
+    /// `populate=True` maps every page and checks every block at open (no page faults or
+    /// first-read checks on the query path).
     #[staticmethod]
     #[pyo3(signature = (path, *, in_memory=false, populate=false))]
     fn open(py: Python<'_>, path: PathBuf, in_memory: bool, populate: bool) -> PyResult<PyIndex> {
