@@ -44,15 +44,21 @@ pub(crate) fn huge_pages<T>(v: &mut Vec<T>) {
 /// Read `file` whole into a buffer in transparent huge pages where the kernel allows
 /// ([`huge_pages`]): for a table read into memory, whose probes each touch a random page (the
 /// TLB covers 2 MiB pages where it covers only a few MiB of 4 KiB ones).
-pub(crate) fn read_into_huge_pages(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
+/// Only a regular file is read, and only its length when opened: a device or a pipe would
+/// otherwise be read for ever.
+pub(crate) fn read_into_huge_pages(file: std::fs::File) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind, Read};
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let len = meta.len();
     let too_big = || Error::new(ErrorKind::OutOfMemory, format!("no memory for {len} bytes"));
-    let len = usize::try_from(len).map_err(|_| too_big())?;
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| too_big())?;
+    v.try_reserve_exact(usize::try_from(len).map_err(|_| too_big())?)
+        .map_err(|_| too_big())?;
     huge_pages(&mut v);
-    file.read_to_end(&mut v)?;
+    file.take(len).read_to_end(&mut v)?;
     Ok(v)
 }
 

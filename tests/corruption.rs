@@ -190,6 +190,17 @@ fn a_table_read_into_memory_checks_every_block_at_open() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("gone.sxt") && msg.contains("read"), "{msg}");
+    // A device is not read (for ever): /dev/zero behind a table's name is an error.
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("zero.sxt");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let msg = Table::open_in_memory(&link).unwrap_err().to_string();
+        assert!(
+            msg.contains("zero.sxt") && msg.contains("not a regular file"),
+            "{msg}"
+        );
+    }
 }
 
 /// An index opened with `populate` or into memory checks every block at open; a plain open
