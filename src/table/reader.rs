@@ -122,12 +122,16 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// Check the crc32 of every block this reader has not checked yet (the first mismatch is
     /// the error).
     pub(crate) fn check_block_crcs(&self) -> Result<()> {
-        for i in 0..self.block_count() {
-            if !self.crc_is_checked(i) {
-                block::check_crc(self.block_bytes(i), i, self.block_offset(i))
-                    .map_err(|e| self.attach(e))?;
-                self.crc_checked[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
-            }
+        (0..self.block_count()).try_for_each(|i| self.check_block_crc(i))
+    }
+
+    /// Check block `i`'s crc32 (in range) unless this reader has.
+    #[inline]
+    fn check_block_crc(&self, i: u64) -> Result<()> {
+        if !self.crc_is_checked(i) {
+            block::check_crc(self.block_bytes(i), i, self.block_offset(i))
+                .map_err(|e| self.attach(e))?;
+            self.crc_checked[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
         }
         Ok(())
     }
@@ -460,10 +464,7 @@ impl<D: AsRef<[u8]>> Table<D> {
             let b = self.header.block_size as u64;
             let off = HEADER_LEN as u64 + i * b;
             let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
-            if !self.crc_is_checked(i) {
-                block::check_crc(bytes, i, off).map_err(|e| self.attach(e))?;
-                self.crc_checked[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
-            }
+            self.check_block_crc(i)?;
             let layout = block::Layout {
                 segment_keys: self.header.segment_keys,
                 last: self.last_keys[i as usize],
