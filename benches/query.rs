@@ -1,6 +1,7 @@
-//! Query throughput per design, compressed index against the same design over raw sorted `u64`
-//! tables (binary search) and against a linear popcount scan — one run, interleaved, single
-//! thread. Prints a table (markdown) for BENCHMARKS.md.
+//! Query throughput per design, compressed index (mapped, and read into memory with
+//! `Index::open_in_memory`) against the same design over raw sorted `u64` tables (binary
+//! search) and against a linear popcount scan — one run, interleaved, single thread. Prints a
+//! table (markdown) for BENCHMARKS.md.
 //!
 //! `cargo bench --bench query` (n = 1M and 10M; ~2 min);
 //! `SIMDEX_BENCH_SIZES=1000000 SIMDEX_BENCH_BLOCKS=256,1024 cargo bench --bench query` to choose;
@@ -98,9 +99,9 @@ fn main() {
     let with_raw = std::env::var("SIMDEX_BENCH_RAW").map_or(true, |v| v != "0");
     let k = 3;
     println!(
-        "| n | design | tables | B | compressed µs/query | queries/s | raw µs/query | compressed/raw | bits/fp/table | reader RAM | raw RAM | build s (M fp/s) |"
+        "| n | design | tables | B | compressed µs/query | queries/s | in memory µs/query | raw µs/query | compressed/raw | bits/fp/table | reader RAM | raw RAM | build s (M fp/s) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
         let mut s = n;
         let mut fps: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
@@ -122,7 +123,7 @@ fn main() {
             fps.iter().filter(|&&f| (f ^ q).count_ones() <= k).count()
         });
         println!(
-            "| {n} | linear popcount scan | - | - | {:.1} | {:.0} | - | - | 64 | - | {:.0} MiB | - |",
+            "| {n} | linear popcount scan | - | - | {:.1} | {:.0} | - | - | - | 64 | - | {:.0} MiB | - |",
             scan.as_secs_f64() * 1e6,
             1.0 / scan.as_secs_f64(),
             n as f64 * 8.0 / 1048576.0
@@ -162,6 +163,11 @@ fn main() {
                 }
                 let raw = (with_raw && design.radius() == 0).then(|| RawIndex::new(&design, &fps));
                 let (c, found_c) = time_per_query(&queries, |q| idx.near(q, k).unwrap().len());
+                // The same index read into memory (huge pages, every block checked at open).
+                let mem = Index::open_in_memory(&path).unwrap();
+                let (m, found_m) = time_per_query(&queries, |q| mem.near(q, k).unwrap().len());
+                assert_eq!(found_m, found_c, "in memory and mapped disagree");
+                drop(mem);
                 let raw_t = raw.as_ref().map(|r| {
                     let (t, found_r) = time_per_query(&queries, |q| r.near(q, k, 0).len());
                     assert_eq!(found_r, found_c, "raw and compressed disagree");
@@ -176,7 +182,7 @@ fn main() {
                     None => "- | -".into(),
                 };
                 println!(
-                    "| {n} | {} | {} | {b} | {:.2} | {:.0} | {raw_cols} | {:.2} | {:.1} MiB | {:.0} MiB | {build_s:.2} ({:.1}) |",
+                    "| {n} | {} | {} | {b} | {:.2} | {:.0} | {:.2} | {raw_cols} | {:.2} | {:.1} MiB | {:.0} MiB | {build_s:.2} ({:.1}) |",
                     if name == "auto" {
                         format!("auto ({}), {codec}", design.name())
                     } else {
@@ -185,6 +191,7 @@ fn main() {
                     st.tables,
                     c.as_secs_f64() * 1e6,
                     1.0 / c.as_secs_f64(),
+                    m.as_secs_f64() * 1e6,
                     st.bits_per_key_per_table,
                     st.memory_bytes as f64 / 1048576.0,
                     (st.keys * 8 * st.tables as u64) as f64 / 1048576.0,
