@@ -461,9 +461,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         /// Check block `i`'s crc (once per reader) and start decoding it.
         fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
             assert!(i < self.block_count(), "block {i} out of range");
-            let b = self.header.block_size as u64;
-            let off = HEADER_LEN as u64 + i * b;
-            let bytes = &self.data.as_ref()[off as usize..(off + b) as usize];
+            let (bytes, off) = (self.block_bytes(i), self.block_offset(i));
             self.check_block_crc(i)?;
             let layout = block::Layout {
                 segment_keys: self.header.segment_keys,
