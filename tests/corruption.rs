@@ -234,6 +234,61 @@ fn populated_and_in_memory_indexes_check_every_block_at_open() {
     }
 }
 
+/// Format 3 leaves a block's last key to the footer and codes its first after the previous
+/// block's last: a footer entry that disagrees with the block (resealed, so only the
+/// decoders' own rules stand) is named as the block's last or first key, by every read path.
+#[test]
+fn format_3_checks_the_footer_keys_it_does_not_code() {
+    let keys = sorted_set(&random_keys(120, 4));
+    // Segments longer than a block: every block is one segment, its keys all deltas.
+    let o = TableOptions::default()
+        .with_block_size(128)
+        .with_segment_keys(1000);
+    let bytes = table::build_bytes(&keys, &o).unwrap();
+    let t = Table::from_bytes(bytes.clone()).unwrap();
+    assert_eq!(t.format_version(), 3);
+    let n = t.block_count() as usize;
+    let footer = 176 + n * 128;
+    let blocks: Vec<Vec<u64>> = (0..n)
+        .map(|b| {
+            let lo = if b == 0 { 0 } else { t.last_keys()[b - 1] + 1 };
+            t.range(lo..=t.last_keys()[b]).map(|k| k.unwrap()).collect()
+        })
+        .collect();
+    let with_last = |block: usize, last: u64| {
+        let mut bad = bytes.clone();
+        let at = footer + block * 8;
+        bad[at..at + 8].copy_from_slice(&last.to_le_bytes());
+        let crc = simdex::checksum::crc_at(footer as u64, &bad[footer..footer + 8 * n]);
+        bad[footer + 8 * n..footer + 8 * n + 4].copy_from_slice(&crc.to_le_bytes());
+        Table::from_bytes(bad).unwrap()
+    };
+    // Block 1's last key set to the key before it: not above the keys its stream codes.
+    let b1 = &blocks[1];
+    let bad = with_last(1, b1[b1.len() - 2]);
+    let msg = bad.verify().unwrap_err().to_string();
+    assert!(msg.contains("block 1 last key"), "{msg}");
+    let msg = bad
+        .range(b1[0]..=b1[b1.len() - 1])
+        .collect::<Result<Vec<u64>, _>>()
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("block 1 last key"), "{msg}");
+    // Block 0's last key raised to block 1's first: that key differs from the real one at
+    // its first differing bit h, which is set in it, so the delta coded after the real one
+    // cannot ascend from it.
+    let bad = with_last(0, b1[0]);
+    let msg = bad.verify().unwrap_err().to_string();
+    assert!(msg.contains("block 1 first key"), "{msg}");
+    let msg = bad
+        .range(b1[0]..)
+        .collect::<Result<Vec<u64>, _>>()
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("block 1 first key"), "{msg}");
+    answers_are_right_or_errors(&bad, &keys);
+}
+
 #[test]
 fn errors_name_structure_offset_expected_and_found() {
     let (_, mut bytes) = small_table();

@@ -44,7 +44,7 @@ pub struct LayoutArgs {
     /// directories) fit in 2 GiB (small blocks, fast queries; large at billions).
     #[arg(long, default_value = "auto")]
     pub block_size: String,
-    /// Keys per segment of a block (format 2: a skip entry every N keys, so that a probe
+    /// Keys per segment of a block (format 3: a skip entry every N keys, so that a probe
     /// decodes about N / 2 keys to reach its range, however large the block), 0 for none
     /// (format 1), or auto: 20 for blocks of 1024..=8192 bytes, else none.
     #[arg(long, default_value = "auto")]

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use simdex::table::block::{BlockDecoder, Layout, block_crc};
+use simdex::table::block::{BlockDecoder, Head, Layout, block_crc};
 use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, DecodeTable};
 
@@ -25,12 +25,19 @@ fuzz_target!(|data: &[u8]| {
     block[..n].copy_from_slice(&rest[..n]);
     let crc = block_crc(176, &block[..size - 4]);
     block[size - 4..].copy_from_slice(&crc.to_le_bytes());
-    // Format 1, or format 2 with S and the footer's last key taken from the input.
+    // Format 1, or format 2 or 3 with S, the footer's last key and (format 3) the key before
+    // the block taken from the input.
+    let after = u64::from_le_bytes(freq_bytes[24..32].try_into().unwrap());
     let layout = match freq_bytes[1] {
         0..=127 => Layout::UNSEGMENTED,
         s => Layout {
             segment_keys: (s as u32 - 126).min(64),
             last: u64::from_le_bytes(freq_bytes[8..16].try_into().unwrap()),
+            head: match freq_bytes[2] % 3 {
+                0 => Head::Wide,
+                1 => Head::Compact { after: None },
+                _ => Head::Compact { after: Some(after) },
+            },
         },
     };
     let Ok(mut d) = BlockDecoder::new(&block, 0, 176, codec, &table, layout) else { return };

@@ -21,13 +21,14 @@ const READER_BYTES_PER_BLOCK: f64 = 9.0;
 /// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first, all cut into segments of
 /// [`AUTO_SEGMENT_KEYS`]. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
 /// 3-10% faster than format 1's 256-byte blocks on one VM and level on another (with their
-/// first checks prefetched), at bound + 3.9 bits per key instead of + 5.6 and a quarter of the
-/// reader memory; 4096-byte ones were 1.4x slower (BENCHMARKS.md).
+/// first checks prefetched), at bound + 3.9 bits per key in format 2 (+ 3.3 in format 3)
+/// instead of + 5.6 and a quarter of the reader memory; 4096-byte ones were 1.4x slower
+/// (BENCHMARKS.md).
 pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
-/// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.4 bits per key instead of bound + 5.8 (256-byte
-/// blocks of format 1), and queries as fast or faster at 1M and 10M keys (BENCHMARKS.md,
-/// issue 29).
+/// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.2 bits per key in format 3 (+ 3.4 in format 2)
+/// instead of bound + 5.8 (256-byte blocks of format 1), and queries as fast or faster at 1M
+/// and 10M keys (BENCHMARKS.md, issue 29).
 pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// The largest index (modelled bytes of all tables) [`auto_block_size`] gives segmented
 /// blocks: 1 GiB.
@@ -39,8 +40,9 @@ pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, BENCHMARKS.md).
 /// Larger indexes take 1024-byte blocks: a head of two lines (blocks start 48 bytes into a
 /// line) and a 1 KiB first check, which probes prefetch whole. 2048-byte blocks in segments
-/// of 24 reach bound + 3.4 there and are no slower than format 1 once every block is checked
-/// at open (`populate`, `open_in_memory`), but 1.15-1.4x slower for a fresh mapped reader.
+/// of 24 reach bound + 3.4 there in format 2 and are no slower than format 1 once every block
+/// is checked at open (`populate`, `open_in_memory`), but 1.15-1.4x slower for a fresh mapped
+/// reader; format 3 brings 1024-byte blocks to bound + 3.3 without that cost.
 pub const AUTO_SEGMENTED_INDEX_BYTES: f64 = (1u64 << 30) as f64;
 
 /// Modelled keys per block for `n` random keys in blocks of `block_size` bytes: the information

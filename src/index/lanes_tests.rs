@@ -3,7 +3,7 @@
 
 use crate::index::{self, BuildOptions, DesignChoice};
 use crate::sample::{flip_bits, random, splitmix64};
-use crate::table::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
+use crate::table::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN, Head};
 use crate::table::format::HEADER_LEN;
 use crate::{Index, Match};
 
@@ -93,7 +93,7 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
         let mut keys = keys;
         keys.sort_unstable();
         keys.dedup();
-        // Format 1, and format 2 with segments of every length from 2 keys (a segment start
+        // Format 1, and format 3 with segments of every length from 2 keys (a segment start
         // at every other key) up.
         for (design, block, seg) in [
             ("10", 128, 0),
@@ -160,7 +160,8 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let keys = random(30_000, 2);
-    // Format 1, and format 2, whose zeroed skip entries point every segment at bit 0.
+    // Format 1, and format 3, whose zeroed skip entries point every segment at bit 0 and
+    // whose zeroed first key is a delta that may not fit its segment.
     for (bs, seg) in [(256usize, 0u32), (1024, 4)] {
         let dir = tmp.path().join(format!("idx-{seg}"));
         let blocks = build_segmented(&dir, &keys, "4", bs as u32, seg).tables[0].block_count();
@@ -175,7 +176,12 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
         for b in (0..blocks).step_by(7) {
             let off = HEADER_LEN + b as usize * bs;
             let block = &mut tables[0][off..off + bs];
-            block[BLOCK_HEADER_LEN..crc_at].fill(0);
+            let head = if seg == 0 {
+                BLOCK_HEADER_LEN
+            } else {
+                Head::Compact { after: None }.bytes()
+            };
+            block[head..crc_at].fill(0);
             let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
             block[crc_at..].copy_from_slice(&crc.to_le_bytes());
         }

@@ -19,7 +19,8 @@
 //! stream, one 4-byte skip entry per segment after the first, and each segment's first key
 //! raw below the block's common prefix instead of a delta (`table::segment`).
 
-use super::segment::{self, SKIP_ENTRY_LEN, Segments, Start};
+pub use super::segment::Head;
+use super::segment::{self, Segments, Start};
 use crate::codec::Codec;
 use crate::codec::bitio::{self, BitWriter};
 use crate::codec::huffman::{Code, DecodeTable};
@@ -76,6 +77,10 @@ pub struct BlockEncoder {
     pending: Vec<Pending>,
     /// Segmented blocks: the bits of the deltas in `pending` (segment starts excluded).
     delta_bits: u64,
+    /// Segmented blocks (format 3): the key before the current block, the previous block's
+    /// last (`None` before the first block), and the current block's first key coded after it.
+    after: Option<u64>,
+    first_code: Pending,
 }
 
 impl BlockEncoder {
@@ -91,7 +96,11 @@ impl BlockEncoder {
         BlockEncoder {
             block_size,
             codec,
-            capacity_bits: stream_bits(block_size),
+            capacity_bits: if segment_keys == 0 {
+                stream_bits(block_size)
+            } else {
+                (block_size as u64 - (segment::COMPACT_HEAD_LEN + BLOCK_TRAILER_LEN) as u64) * 8
+            },
             bits: BitWriter::new(),
             count: 0,
             first: 0,
@@ -99,7 +108,21 @@ impl BlockEncoder {
             segment_keys,
             pending: Vec::new(),
             delta_bits: 0,
+            after: None,
+            first_code: Pending {
+                key: 0,
+                code: 0,
+                code_len: 0,
+                suffix: 0,
+                suffix_len: 0,
+            },
         }
+    }
+
+    /// Segmented blocks: the next block follows `after`, the last key of a block another
+    /// encoder wrote (a parallel build's chunks), or `None` at the table's start.
+    pub fn set_after(&mut self, after: Option<u64>) {
+        self.after = after;
     }
 
     /// Keys in the current block.
@@ -119,6 +142,9 @@ impl BlockEncoder {
     #[inline]
     pub fn push(&mut self, key: u64, code: &Code) -> Result<bool> {
         if self.count == 0 {
+            if self.segment_keys > 0 {
+                self.first_code = self.code_first(key, code)?;
+            }
             self.first = key;
             self.last = key;
             self.count = 1;
@@ -142,6 +168,32 @@ impl BlockEncoder {
         Ok(true)
     }
 
+    /// A compact block's first key, coded after the key before the block (64 raw bits in the
+    /// table's first block).
+    fn code_first(&self, key: u64, code: &Code) -> Result<Pending> {
+        let Some(a) = self.after else {
+            return Ok(Pending {
+                key,
+                code: key,
+                code_len: 64,
+                suffix: 0,
+                suffix_len: 0,
+            });
+        };
+        let (sym, suffix, n) = self.codec.delta(a, key);
+        let (c, l) = code.encode(sym);
+        if l == 0 {
+            return Err(self.not_in_code(sym, key));
+        }
+        Ok(Pending {
+            key,
+            code: c,
+            code_len: l,
+            suffix,
+            suffix_len: n,
+        })
+    }
+
     /// [`push`](Self::push) into a segmented block. Whether the key fits depends on the block's
     /// common prefix, which the key itself may shorten: every segment start then costs more raw
     /// bits, so the size is recomputed from the totals rather than added to.
@@ -163,12 +215,17 @@ impl BlockEncoder {
             }
             (p.code, p.code_len, p.suffix, p.suffix_len) = (c, l, suffix, n);
         }
-        let entries = (index / self.segment_keys) as u64;
-        let raw = segment::raw_bits((self.first ^ key).leading_zeros()) as u64;
-        let deltas = self.delta_bits + (p.code_len + p.suffix_len) as u64;
-        if deltas + entries * (SKIP_ENTRY_LEN as u64 * 8 + raw) > self.capacity_bits {
+        // The key becomes the block's last, which is not coded; the one before it, already
+        // pending, now is: the block holds the first key and keys 1..index - 1.
+        let starts = segment::compact_entries(index + 1, self.segment_keys);
+        let base = self.after.map_or(0, |a| a + 1);
+        let raw = segment::raw_bits((base ^ key).leading_zeros()) as u64;
+        let first = (self.first_code.code_len + self.first_code.suffix_len) as u64;
+        let head = segment::compact_entries_len(starts, self.block_size) as u64 * 8;
+        if head + first + self.delta_bits + starts as u64 * raw > self.capacity_bits {
             return Ok(false);
         }
+        let deltas = self.delta_bits + (p.code_len + p.suffix_len) as u64;
         self.delta_bits = deltas;
         self.pending.push(p);
         self.last = key;
@@ -192,32 +249,42 @@ impl BlockEncoder {
         debug_assert_eq!(out.len(), self.block_size as usize);
         debug_assert!(self.count > 0);
         out.fill(0);
-        out[0..4].copy_from_slice(&self.count.to_le_bytes());
-        out[4..12].copy_from_slice(&self.first.to_le_bytes());
         let crc_at = out.len() - BLOCK_TRAILER_LEN;
-        let mut stream_at = BLOCK_HEADER_LEN;
         if self.segment_keys > 0 {
-            stream_at += self.code_segments(out);
+            let stream_at = self.code_segments(out);
+            self.bits.drain_into(&mut out[stream_at..crc_at]);
+            self.after = Some(self.last);
+        } else {
+            out[0..4].copy_from_slice(&self.count.to_le_bytes());
+            out[4..12].copy_from_slice(&self.first.to_le_bytes());
+            self.bits.drain_into(&mut out[BLOCK_HEADER_LEN..crc_at]);
         }
-        self.bits.drain_into(&mut out[stream_at..crc_at]);
         let crc = block_crc(offset, &out[..crc_at]);
         out[crc_at..].copy_from_slice(&crc.to_le_bytes());
         self.count = 0;
     }
 
-    /// Code the pending keys of a segmented block: each segment start raw below the common
-    /// prefix with its skip entry written into `out` after the first key, every other key its
-    /// delta. Returns the skip entries' length in bytes.
+    /// Code a segmented block (format 3) into `out`: its u16 count, then the bit-packed skip
+    /// entries, then in the stream the first key (after the previous block's last) and the
+    /// pending keys but the last (the footer's), each segment start raw below the common
+    /// prefix, every other key its delta. Returns the byte where the stream starts.
     fn code_segments(&mut self, out: &mut [u8]) -> usize {
-        let c = (self.first ^ self.last).leading_zeros();
+        let count = u16::try_from(self.count).expect("a block of at most 8192 bytes");
+        out[0..2].copy_from_slice(&count.to_le_bytes());
+        let base = self.after.map_or(0, |a| a + 1);
+        let c = (base ^ self.last).leading_zeros();
         let raw = segment::raw_bits(c);
-        let mut at = BLOCK_HEADER_LEN;
-        for (i, p) in self.pending.iter().enumerate() {
+        let w = segment::offset_bits(self.block_size);
+        let mut entries = BitWriter::new();
+        let f = self.first_code;
+        self.bits.write(f.code, f.code_len);
+        self.bits.write(f.suffix, f.suffix_len);
+        // Every key but the last, which the footer holds.
+        let coded = self.pending.len().saturating_sub(1);
+        for (i, p) in self.pending[..coded].iter().enumerate() {
             if (i as u32 + 1).is_multiple_of(self.segment_keys) {
-                let offset = self.bits.bit_len() as u16;
-                out[at..at + 2].copy_from_slice(&segment::partial(p.key, c).to_le_bytes());
-                out[at + 2..at + 4].copy_from_slice(&offset.to_le_bytes());
-                at += SKIP_ENTRY_LEN;
+                entries.write(segment::partial(p.key, c) as u64, segment::PARTIAL_BITS);
+                entries.write(self.bits.bit_len(), w);
                 let low = u64::MAX.checked_shr(64 - raw).unwrap_or(0);
                 self.bits.write(p.key & low, raw);
             } else {
@@ -227,7 +294,13 @@ impl BlockEncoder {
         }
         self.pending.clear();
         self.delta_bits = 0;
-        at - BLOCK_HEADER_LEN
+        let at = segment::COMPACT_HEAD_LEN;
+        let len = segment::compact_entries_len(
+            segment::compact_entries(self.count, self.segment_keys),
+            self.block_size,
+        );
+        entries.drain_into(&mut out[at..at + len]);
+        at + len
     }
 }
 
@@ -264,6 +337,70 @@ pub(crate) fn decode_delta_at(
     }
 }
 
+/// A key count no block of `b` bytes with `head` can hold (`segment_keys`: one whose skip
+/// entries do not fit).
+#[cold]
+#[inline(never)]
+fn bad_count(
+    head: Head,
+    b: usize,
+    index: u64,
+    offset: u64,
+    count: u32,
+    segment_keys: Option<u32>,
+) -> Error {
+    let expected = match segment_keys {
+        None => format!("1..={}", head.max_keys(b as u32)),
+        Some(s) => format!("a count whose skip entries (one per {s} keys) fit the block"),
+    };
+    Error::corrupt(format!("block {index} key count"), offset, expected, count)
+}
+
+/// A compact block's first key that does not decode, its stream at file offset `offset`.
+#[cold]
+#[inline(never)]
+fn bad_first(stream: &[u8], index: u64, offset: u64, after: Option<u64>) -> Error {
+    Error::corrupt(
+        format!("block {index} first key"),
+        offset,
+        match after {
+            Some(a) => format!(
+                "a delta after {a:#018x} (the previous block's last key) inside the first segment"
+            ),
+            None => "64 raw bits inside the first segment".into(),
+        },
+        format!("bits {:#018x}", bitio::peek(stream, 0)),
+    )
+}
+
+/// A compact block's first key (format 3) and the stream bit after it: a delta after `after`,
+/// the previous block's last key, or 64 raw bits in a table's first block; `None` if the bits
+/// are no valid first key inside the block's first segment.
+#[inline]
+fn decode_first(
+    stream: &[u8],
+    table: &DecodeTable,
+    codec: Codec,
+    segments: &Segments<'_>,
+    after: Option<u64>,
+) -> Option<(u64, u64)> {
+    let end = segments.first_segment_end();
+    match after {
+        Some(a) => decode_delta_at(stream, table, codec, 0, end, a),
+        None => (end >= 64).then(|| (bitio::read(stream, 0, 64), 64)),
+    }
+}
+
+/// Where [`BlockDecoder::open_at`] starts: at a segment, or at the last segment that can hold
+/// a key `>= lo` first ([`Segments::find`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SeekTo {
+    /// Segment `j` (clamped to the block's last).
+    Segment(u32),
+    /// The segment of key `lo`.
+    Key(u64),
+}
+
 /// How a table lays out its blocks beyond the bytes of one: what a decoder needs from the
 /// header and footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +410,9 @@ pub struct Layout {
     /// The block's last key (its footer entry): with the first, it gives the common prefix
     /// below which segment starts are coded.
     pub last: u64,
+    /// How the block begins: formats 1 and 2 [`Head::Wide`], format 3 [`Head::Compact`]
+    /// with the previous block's last key.
+    pub head: Head,
 }
 
 impl Layout {
@@ -280,6 +420,7 @@ impl Layout {
     pub const UNSEGMENTED: Layout = Layout {
         segment_keys: 0,
         last: 0,
+        head: Head::Wide,
     };
 }
 
@@ -307,8 +448,12 @@ pub struct BlockDecoder<'a> {
     faulted: bool,
     /// The segment whose start was wrong, when that stopped the decode.
     bad_segment: Option<u32>,
+    /// Whether the footer's last key, not coded, was not above the keys before it.
+    bad_last: bool,
     index: u64,
     offset: u64,
+    /// The byte of the block where the stream starts.
+    stream_at: u32,
 }
 
 impl<'a> BlockDecoder<'a> {
@@ -336,33 +481,50 @@ impl<'a> BlockDecoder<'a> {
         table: &'a DecodeTable,
         layout: Layout,
     ) -> Result<BlockDecoder<'a>> {
+        Self::open_at(block, index, offset, codec, table, layout, SeekTo::Segment(0))
+    }
+
+    /// As [`new_unchecked_crc`](Self::new_unchecked_crc), started where `at` says, as
+    /// [`seek`](Self::seek) or [`seek_segment`](Self::seek_segment) would. A format-3 block's
+    /// first key is decoded only when the decode starts at segment 0: a probe that starts at a
+    /// later segment never reads it.
+    pub(crate) fn open_at(
+        block: &'a [u8],
+        index: u64,
+        offset: u64,
+        codec: Codec,
+        table: &'a DecodeTable,
+        layout: Layout,
+        at: SeekTo,
+    ) -> Result<BlockDecoder<'a>> {
         let b = block.len();
         let crc_at = b - BLOCK_TRAILER_LEN;
-        let count = u32::from_le_bytes(block[0..4].try_into().unwrap());
-        if count == 0 || count as u64 > max_keys(b as u32) {
-            return Err(Error::corrupt(
-                format!("block {index} key count"),
-                offset,
-                format!("1..={}", max_keys(b as u32)),
-                count,
-            ));
+        let head = layout.head;
+        let count = head.count(block);
+        if count == 0 || count as u64 > head.max_keys(b as u32) {
+            return Err(bad_count(head, b, index, offset, count, None));
         }
-        let Some((segments, stream_at)) = Segments::of_block(block, layout.segment_keys, layout.last)
+        let Some((mut segments, stream_at)) =
+            Segments::of_block(block, head, layout.segment_keys, layout.last)
         else {
-            return Err(Error::corrupt(
-                format!("block {index} key count"),
-                offset,
-                format!(
-                    "at most {} keys in segments of {}",
-                    ((crc_at - BLOCK_HEADER_LEN) / SKIP_ENTRY_LEN) as u64
-                        * layout.segment_keys as u64,
-                    layout.segment_keys
-                ),
-                count,
-            ));
+            return Err(bad_count(head, b, index, offset, count, Some(layout.segment_keys)));
         };
         let stream = &block[stream_at..crc_at];
-        let first = u64::from_le_bytes(block[4..12].try_into().unwrap());
+        let j = match at {
+            SeekTo::Segment(j) => j.min(segments.len()),
+            SeekTo::Key(lo) => segments.find(lo),
+        };
+        let first = match head {
+            Head::Wide => u64::from_le_bytes(block[4..12].try_into().unwrap()),
+            Head::Compact { .. } if j > 0 => 0,
+            Head::Compact { after } => {
+                let Some((first, end)) = decode_first(stream, table, codec, &segments, after) else {
+                    return Err(bad_first(stream, index, offset + stream_at as u64, after));
+                };
+                segments.set_first(first, end);
+                first
+            }
+        };
         let mut d = BlockDecoder {
             stream,
             table,
@@ -377,10 +539,12 @@ impl<'a> BlockDecoder<'a> {
             started: false,
             faulted: false,
             bad_segment: None,
+            bad_last: false,
             index,
             offset,
+            stream_at: stream_at as u32,
         };
-        d.start_segment(0);
+        d.start_segment(j);
         Ok(d)
     }
 
@@ -437,11 +601,12 @@ impl<'a> BlockDecoder<'a> {
         self.pos = s.pos;
         self.end = s.end;
         self.remaining = self.segments.keys_from(j);
-        // `remaining` when segment `j`'s successor starts (0 if `j` is the last).
+        // `remaining` when segment `j`'s successor starts; in the last segment, 1 if the
+        // block's last key is not coded (format 3), else 0 (never).
         self.raw_at = if j < self.segments.len() {
             self.segments.keys_from(j + 1)
         } else {
-            0
+            self.segments.implicit_last() as u32
         };
     }
 
@@ -458,6 +623,9 @@ impl<'a> BlockDecoder<'a> {
     #[cold]
     #[inline(never)]
     fn enter_next_segment(&mut self) -> Option<u64> {
+        if self.segment >= self.segments.len() {
+            return self.take_implicit_last();
+        }
         let j = self.segment + 1;
         let Some(s) = self.segments.next(self.stream, j, self.pos, self.prev) else {
             self.fail_segment(j);
@@ -466,6 +634,23 @@ impl<'a> BlockDecoder<'a> {
         self.go_to(j, s);
         self.remaining -= 1;
         Some(s.key)
+    }
+
+    /// The block's uncoded last key (format 3), once the last segment's coded keys are read:
+    /// the footer's, which must be above the key before it.
+    #[cold]
+    #[inline(never)]
+    fn take_implicit_last(&mut self) -> Option<u64> {
+        let last = self.segments.last();
+        if last <= self.prev {
+            self.faulted = true;
+            self.bad_last = true;
+            self.remaining = 0;
+            return None;
+        }
+        self.prev = last;
+        self.remaining = 0;
+        Some(last)
     }
 
     /// The next key, `Ok(None)` at the end of the block.
@@ -518,6 +703,9 @@ impl<'a> BlockDecoder<'a> {
         if let Some(j) = self.bad_segment {
             return Some(self.bad_segment_start(j));
         }
+        if self.bad_last {
+            return Some(self.bad_last_key());
+        }
         let window = bitio::peek(self.stream, self.pos);
         Some(match self.table.decode(window) {
             None => self.bad_code(),
@@ -568,10 +756,20 @@ impl<'a> BlockDecoder<'a> {
     }
 
     #[cold]
+    fn bad_last_key(&self) -> Error {
+        Error::corrupt(
+            format!("block {} last key", self.index),
+            self.offset,
+            format!("a footer entry above the block's coded keys, {:#018x}", self.prev),
+            format!("{:#018x}", self.segments.last()),
+        )
+    }
+
+    #[cold]
     fn bad_segment_start(&self, j: u32) -> Error {
         Error::corrupt(
             format!("block {} skip entry {j}", self.index),
-            self.offset + (BLOCK_HEADER_LEN + (j as usize).saturating_sub(1) * SKIP_ENTRY_LEN) as u64,
+            self.offset + self.segments.entry_byte(j) as u64,
             "a segment start inside the stream, where the segment before it ends, above its keys",
             format!("stream bit {} after key {:#018x}", self.pos, self.prev),
         )
@@ -579,13 +777,17 @@ impl<'a> BlockDecoder<'a> {
 
     /// The segment being decoded (0 for an unsegmented block), and the keys of the block left
     /// in it after the last one taken: what a decoder that takes over (`table::lanes`) needs.
+    ///
+    /// In format 3 the count leaves out the block's last key, which the stream does not code
+    /// ([`implicit_last`](Self::implicit_last)).
     pub(crate) fn segment_state(&self) -> (u32, u32) {
-        let left = if self.raw_at == 0 {
-            self.remaining
-        } else {
-            self.remaining - self.raw_at
-        };
-        (self.segment, left)
+        (self.segment, self.remaining.saturating_sub(self.raw_at))
+    }
+
+    /// Whether the block's last key is not coded (format 3): a decoder that takes over gives
+    /// it, the footer's, after the last segment's coded keys.
+    pub(crate) fn implicit_last(&self) -> bool {
+        self.segments.implicit_last()
     }
 
     /// The block's last segment (0 for an unsegmented block).
@@ -599,6 +801,6 @@ impl<'a> BlockDecoder<'a> {
     }
 
     fn stream_offset(&self) -> u64 {
-        self.offset + BLOCK_HEADER_LEN as u64 + self.pos / 8
+        self.offset + self.stream_at as u64 + self.pos / 8
     }
 }

@@ -37,7 +37,7 @@ pub struct TableOptions {
     /// How keys are coded: h-delta (codec 1, the paper's, the default) or gap (codec 2).
     pub codec: Codec,
     /// Keys per segment: 0 (the default) writes format 1, blocks without skip entries; S > 0
-    /// (2..=65535, blocks of at most 8192 bytes) writes format 2, whose blocks hold a skip
+    /// (2..=65535, blocks of at most 8192 bytes) writes format 3, whose blocks hold a skip
     /// entry every S keys so that a probe decodes about S / 2 keys to reach its range.
     pub segment_keys: u32,
 }
@@ -236,6 +236,7 @@ impl<W: Write + Seek> TableWriter<W> {
             permutation: opts.permutation.clone(),
             code_lengths: *code.lengths(),
             segment_keys: opts.segment_keys,
+            version: version_for(opts.segment_keys),
         };
         // Placeholder; the real header is written by `finish` once the counts are known.
         w.write_all(&[0u8; HEADER_LEN])
@@ -377,7 +378,7 @@ impl<W: Write + Seek> TableWriter<W> {
         let trailer = Trailer {
             footer_offset,
             footer_len,
-            version: version_for(self.header.segment_keys),
+            version: self.header.version,
         };
         self.w
             .write_all(&trailer.encode(trailer_offset))

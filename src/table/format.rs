@@ -25,8 +25,12 @@ pub const HEADER_MAGIC: [u8; 8] = *b"SIMDXTBL";
 pub const TRAILER_MAGIC: [u8; 8] = *b"SIMDXEND";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// The format version of a segmented table (S > 0, skip entries in every block).
+/// The first format version of a segmented table (S > 0, skip entries in every block): read,
+/// no longer written.
 pub const SEGMENTED_VERSION: u32 = 2;
+/// The format version a segmented table is written in: format 2 with compact block heads (a
+/// u16 count, bit-packed skip entries, the first key coded after the previous block's last).
+pub const COMPACT_VERSION: u32 = 3;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 176;
 /// Trailer length in bytes.
@@ -51,6 +55,8 @@ pub struct Header {
     pub code_lengths: Lengths,
     /// S, keys per segment: 0 for a format-1 table, else its blocks' segment length.
     pub segment_keys: u32,
+    /// The format version: 1 (S = 0), 2 or 3 (S > 0).
+    pub version: u32,
 }
 
 /// The format version a table of segments of `segment_keys` keys is written in.
@@ -58,9 +64,17 @@ pub fn version_for(segment_keys: u32) -> u32 {
     if segment_keys == 0 {
         FORMAT_VERSION
     } else {
-        SEGMENTED_VERSION
+        COMPACT_VERSION
     }
 }
+
+/// Whether this build reads format `version`.
+fn known_version(version: u32) -> bool {
+    (FORMAT_VERSION..=COMPACT_VERSION).contains(&version)
+}
+
+/// The versions this build reads, for errors.
+const KNOWN_VERSIONS: &str = "1, 2 or 3";
 
 /// Check a segment length for blocks of `block_size` bytes (0: unsegmented, always valid).
 pub fn check_segment_keys(segment_keys: u32, block_size: u32) -> Result<()> {
@@ -99,7 +113,7 @@ impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&HEADER_MAGIC);
-        LE::write_u32(&mut b[8..12], version_for(self.segment_keys));
+        LE::write_u32(&mut b[8..12], self.version);
         LE::write_u32(&mut b[12..16], self.codec.id());
         LE::write_u32(&mut b[16..20], self.block_size);
         LE::write_u32(&mut b[20..24], self.segment_keys);
@@ -124,11 +138,11 @@ impl Header {
             ));
         }
         let version = LE::read_u32(&b[8..12]);
-        if version != FORMAT_VERSION && version != SEGMENTED_VERSION {
+        if !known_version(version) {
             return Err(Error::Unsupported {
                 path: None,
                 what: "table format version",
-                expected: format!("{FORMAT_VERSION} or {SEGMENTED_VERSION}"),
+                expected: KNOWN_VERSIONS.into(),
                 found: version as u64,
             });
         }
@@ -150,7 +164,7 @@ impl Header {
             )
         })?;
         let segment_keys = LE::read_u32(&b[20..24]);
-        if version == SEGMENTED_VERSION
+        if version != FORMAT_VERSION
             && (segment_keys == 0 || check_segment_keys(segment_keys, block_size).is_err())
         {
             return Err(Error::corrupt(
@@ -199,6 +213,7 @@ impl Header {
             permutation,
             code_lengths,
             segment_keys,
+            version,
         })
     }
 }
@@ -238,11 +253,11 @@ impl Trailer {
             ));
         }
         let version = LE::read_u32(&b[16..20]);
-        if version != FORMAT_VERSION && version != SEGMENTED_VERSION {
+        if !known_version(version) {
             return Err(Error::Unsupported {
                 path: None,
                 what: "table format version (trailer)",
-                expected: format!("{FORMAT_VERSION} or {SEGMENTED_VERSION}"),
+                expected: KNOWN_VERSIONS.into(),
                 found: version as u64,
             });
         }

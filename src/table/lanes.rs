@@ -94,6 +94,9 @@ pub(super) struct Group {
     segment: [u32; LANES],
     start_segment: [u32; LANES],
     last_segment: [u32; LANES],
+    /// Whether the block's last key, not coded (format 3), is still to come after the last
+    /// segment's coded keys.
+    implicit: [bool; LANES],
 }
 
 impl Group {
@@ -115,6 +118,7 @@ impl Group {
             segment: [0; LANES],
             start_segment: [0; LANES],
             last_segment: [0; LANES],
+            implicit: [false; LANES],
         }
     }
 
@@ -368,7 +372,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let j = g.segment[i] + 1;
         let next = table.segments(b).and_then(|(segs, stream)| {
             let start = segs.next(stream, j, g.pos.0[i], g.prev.0[i])?;
-            Some((start, segs.keys_after_start(j)))
+            Some((start, segs.coded_after_start(j)))
         });
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
@@ -380,6 +384,23 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         g.prev.0[i] = start.key;
         g.remaining.0[i] = left as u64;
         Ok(start.key)
+    }
+
+    /// Lane `i` read the last segment's coded keys of a block whose last key is not coded
+    /// (format 3): that key, the footer's, as the sequential decoder gives it.
+    #[cold]
+    #[inline(never)]
+    fn implicit_last(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<u64> {
+        let table = &self.tables[g.table[i]];
+        let b = g.block[i];
+        let last = table.last_key(b);
+        g.implicit[i] = false;
+        if last <= g.prev.0[i] {
+            return Err(table.block_fault(b, g.start_segment[i]));
+        }
+        work.keys += 1;
+        g.prev.0[i] = last;
+        Ok(last)
     }
 
     /// Lane `i` takes over the decode of block `b` from `dec`, which has just returned `key`.
@@ -415,6 +436,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         g.end.0[i] = dec.segment_end();
         g.prev.0[i] = key;
         g.remaining.0[i] = left as u64;
+        g.implicit[i] = dec.implicit_last();
         g.active.0[i] = u64::MAX;
         Ok(())
     }
@@ -448,6 +470,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             }
             if g.segment[i] < g.last_segment[i] {
                 key = self.next_segment(g, i, work)?;
+                continue;
+            }
+            if g.implicit[i] {
+                key = self.implicit_last(g, i, work)?;
                 continue;
             }
             let table = &self.tables[g.table[i]];

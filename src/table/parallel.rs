@@ -46,10 +46,15 @@ fn build_file_sorted_in(
     let wave = rayon::current_num_threads().max(1) * chunk;
     crate::atomic::write_file(path, |w| {
         let mut tw = TableWriter::new(w, opts, &hist)?;
-        for part in keys.chunks(wave) {
+        for (w, part) in keys.chunks(wave).enumerate() {
             let encoded: Vec<(Vec<u8>, Vec<u64>, u64)> = part
                 .par_chunks(chunk)
-                .map(|seg| encode(opts, &code, seg))
+                .enumerate()
+                .map(|(c, seg)| {
+                    // The key before the chunk: its first block's first key is coded after it.
+                    let after = (w * wave + c * chunk).checked_sub(1).map(|i| keys[i]);
+                    encode(opts, &code, seg, after)
+                })
                 .collect::<Result<_>>()?;
             for (mut blocks, last_keys, n) in encoded {
                 tw.append_blocks(&mut blocks, &last_keys, n)?;
@@ -92,11 +97,17 @@ fn histogram(opts: &TableOptions, keys: &[u64], chunk: usize) -> Result<Histogra
     Ok(Histogram::from_parts(codec, freqs, keys.len() as u64))
 }
 
-/// One chunk's keys as whole blocks (crc fields left for the writer), each block's last key,
-/// and the number of keys.
-fn encode(opts: &TableOptions, code: &Code, keys: &[u64]) -> Result<(Vec<u8>, Vec<u64>, u64)> {
+/// One chunk's keys, which follow the key `after` (`None` for the table's first chunk), as
+/// whole blocks (crc fields left for the writer), each block's last key, and the number of keys.
+fn encode(
+    opts: &TableOptions,
+    code: &Code,
+    keys: &[u64],
+    after: Option<u64>,
+) -> Result<(Vec<u8>, Vec<u64>, u64)> {
     let b = opts.block_size as usize;
     let mut enc = BlockEncoder::segmented(opts.block_size, opts.codec, opts.segment_keys);
+    enc.set_after(after);
     let mut blocks = Vec::with_capacity(keys.len() * 8);
     let mut last_keys = Vec::new();
     let mut seal = |enc: &mut BlockEncoder, blocks: &mut Vec<u8>| {
@@ -133,10 +144,13 @@ mod tests {
         keys.sort_unstable();
         keys.dedup();
         let dir = tempfile::tempdir().unwrap();
-        for codec in Codec::ALL {
+        // Format 1, and format 3, whose chunks' first blocks code their first key after the
+        // key before the chunk.
+        for (codec, segment_keys) in Codec::ALL.into_iter().flat_map(|c| [(c, 0), (c, 5)]) {
             let opts = TableOptions::default()
                 .with_codec(codec)
-                .with_block_size(256);
+                .with_block_size(256)
+                .with_segment_keys(segment_keys);
             let (p, q) = (dir.path().join("par"), dir.path().join("ser"));
             // Chunks of 1 000 keys: 50 of them, built in waves, each ending in a partial block.
             let sum = build_file_sorted_in(&p, &opts, &keys, 1000).unwrap();

@@ -152,7 +152,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         let header = Header::decode(bytes)?;
         let toff = len - TRAILER_LEN as u64;
         let trailer = Trailer::decode(&bytes[toff as usize..], toff)?;
-        let version = super::format::version_for(header.segment_keys);
+        let version = header.version;
         if trailer.version != version {
             return Err(Error::corrupt(
                 "table trailer version",
@@ -271,6 +271,12 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// Keys per segment of the table's blocks: 0 for a format-1 table (no skip entries).
     pub fn segment_keys(&self) -> u32 {
         self.header.segment_keys
+    }
+
+    /// The file's format version: 1 (no skip entries), 2 or 3 (segmented; 3 with compact
+    /// block heads, what this build writes).
+    pub fn format_version(&self) -> u32 {
+        self.header.version
     }
 
     /// The permutation the keys are sorted under.
@@ -407,11 +413,11 @@ impl<D: AsRef<[u8]>> Table<D> {
 
     /// The segment layout of block `i` (in range) and its coded stream, `None` if its count
     /// leaves no room for its skip entries (the block decoder names that corruption).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn segments(&self, i: u64) -> Option<(Segments<'_>, &[u8])> {
         let bytes = self.block_bytes(i);
-        let (segs, at) =
-            Segments::of_block(bytes, self.header.segment_keys, self.last_keys[i as usize])?;
+        let l = self.layout(i);
+        let (segs, at) = Segments::of_block(bytes, l.head, l.segment_keys, l.last)?;
         Some((segs, &bytes[at..bytes.len() - block::BLOCK_TRAILER_LEN]))
     }
 
@@ -440,6 +446,24 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.last_keys[i as usize]
     }
 
+    /// How block `i` (in range) is laid out beyond its bytes: the table's S, the block's last
+    /// key and, in format 3, the key before it (the previous block's last).
+    #[inline(always)]
+    pub(crate) fn layout(&self, i: u64) -> block::Layout {
+        let head = if self.header.version == super::format::COMPACT_VERSION {
+            block::Head::Compact {
+                after: i.checked_sub(1).map(|p| self.last_keys[p as usize]),
+            }
+        } else {
+            block::Head::Wide
+        };
+        block::Layout {
+            segment_keys: self.header.segment_keys,
+            last: self.last_keys[i as usize],
+            head,
+        }
+    }
+
     /// The decode table of the table's Huffman code.
     pub(crate) fn decode_table(&self) -> &DecodeTable {
         &self.decode
@@ -460,34 +484,33 @@ impl<D: AsRef<[u8]>> Table<D> {
     internal_fn! {
         /// Check block `i`'s crc (once per reader) and start decoding it.
         fn block(&self, i: u64) -> Result<BlockDecoder<'_>> {
-            assert!(i < self.block_count(), "block {i} out of range");
-            let (bytes, off) = (self.block_bytes(i), self.block_offset(i));
-            self.check_block_crc(i)?;
-            let layout = block::Layout {
-                segment_keys: self.header.segment_keys,
-                last: self.last_keys[i as usize],
-            };
-            BlockDecoder::new_unchecked_crc(bytes, i, off, self.header.codec, &self.decode, layout)
-                .map_err(|e| self.attach(e))
+            self.open_block(i, block::SeekTo::Segment(0))
         }
+    }
+
+    /// Check block `i`'s crc (once per reader) and start decoding it where `at` says.
+    #[inline]
+    fn open_block(&self, i: u64, at: block::SeekTo) -> Result<BlockDecoder<'_>> {
+        assert!(i < self.block_count(), "block {i} out of range");
+        let (bytes, off) = (self.block_bytes(i), self.block_offset(i));
+        self.check_block_crc(i)?;
+        let (codec, decode) = (self.header.codec, &self.decode);
+        BlockDecoder::open_at(bytes, i, off, codec, decode, self.layout(i), at)
+            .map_err(|e| self.attach(e))
     }
 
     /// [`block`](Self::block) `i`, started at the last segment that can hold a key `>= lo`
     /// first: the keys before it are skipped without decoding.
     #[inline]
     pub(crate) fn block_at(&self, i: u64, lo: u64) -> Result<BlockDecoder<'_>> {
-        let mut d = self.block(i)?;
-        d.seek(lo);
-        Ok(d)
+        self.open_block(i, block::SeekTo::Key(lo))
     }
 
     /// [`block`](Self::block) `i`, started at segment `j` (from
     /// [`prefetch_segment`](Self::prefetch_segment)).
     #[inline]
     pub(crate) fn block_at_segment(&self, i: u64, j: u32) -> Result<BlockDecoder<'_>> {
-        let mut d = self.block(i)?;
-        d.seek_segment(j);
-        Ok(d)
+        self.open_block(i, block::SeekTo::Segment(j))
     }
 
     /// The first block whose last key is `>= key` (`block_count()` if none): the only block

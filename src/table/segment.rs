@@ -46,6 +46,17 @@ pub fn entries(count: u32, segment_keys: u32) -> u32 {
     }
 }
 
+/// Skip entries of a compact block (format 3) of `count` keys: segments start at keys S, 2S,
+/// ... up to the last but one, since the last key is not coded (it is the footer's).
+#[inline]
+pub fn compact_entries(count: u32, segment_keys: u32) -> u32 {
+    if segment_keys == 0 || count < 2 {
+        0
+    } else {
+        (count - 2) / segment_keys
+    }
+}
+
 /// The 16-bit partial key of `key` in a block whose keys share `c` top bits.
 #[inline]
 pub fn partial(key: u64, c: u32) -> u16 {
@@ -63,92 +74,203 @@ pub(crate) struct Start {
     pub(crate) end: u64,
 }
 
+/// Bytes of a compact block head (format 3): the u16 key count.
+pub const COMPACT_HEAD_LEN: usize = 2;
+
+/// Bits of a compact skip entry's stream offset in a block of `block_size` bytes: enough for
+/// any bit of the block (`8 * block_size` bits), 13 at 1024 bytes.
+#[inline]
+pub fn offset_bits(block_size: u32) -> u32 {
+    block_size.trailing_zeros() + 3
+}
+
+/// Bytes of the bit-packed skip entries of a compact block: `entries` entries of
+/// `16 + offset_bits` bits, padded to a byte.
+#[inline]
+pub fn compact_entries_len(entries: u32, block_size: u32) -> usize {
+    (entries as usize * (PARTIAL_BITS + offset_bits(block_size)) as usize).div_ceil(8)
+}
+
 /// The segment layout of one block, from its header, its footer entry and the table's S.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Segments<'a> {
-    /// The skip entries, `SKIP_ENTRY_LEN` bytes each (empty for an unsegmented block).
+    /// The block from its skip entries on: `SKIP_ENTRY_LEN` bytes each (format 2), or
+    /// bit-packed (format 3); `m` of them.
     entries: &'a [u8],
+    /// The block's first key (format 3 codes it in the stream, and
+    /// [`set_first`](Self::set_first) sets it once it is decoded).
+    first: u64,
+    /// The least key the block can hold: its first (formats 1, 2), or one above the previous
+    /// block's last (format 3, where the first is not known before decoding). The common
+    /// prefix is the one `base` and `last` share.
+    base: u64,
+    last: u64,
+    /// The block's top c bits (of `base`), and the mask of the bits below them.
+    prefix: u64,
+    low: u64,
     /// S: keys per segment (0: one segment, format 1).
     keys: u32,
     count: u32,
-    first: u64,
-    last: u64,
-    /// The bits every key of the block shares (c), its top c bits (of `first`), and the mask
-    /// of the bits below them.
-    c: u32,
-    prefix: u64,
-    low: u64,
-    shift: u32,
-    stream_bits: u64,
+    /// Skip entries: segments after the first.
+    m: u32,
+    /// Format 3: the block's last key is not coded; a decode takes it from the footer after
+    /// the last segment's coded keys (a block of two keys or more).
+    implicit_last: bool,
+    /// The stream bit after the first key (0 but in format 3), and the stream's length.
+    first_end: u32,
+    stream_bits: u32,
+    /// The bits every key of the block shares (c), and the raw bits of a segment start.
+    c: u8,
+    shift: u8,
+    /// Format 3: bits of an entry's offset (its partial key first, MSB-first); 0: format 2.
+    offset_bits: u8,
+}
+
+/// How one block begins, from the table's format and the block's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// Formats 1 and 2: a u32 count and the raw first key, then (format 2) 4-byte skip entries.
+    Wide,
+    /// Format 3: a u16 count and bit-packed skip entries; the first key is the stream's first
+    /// item, a delta after `after` (the previous block's last key), or 64 raw bits in the first
+    /// block (`after` = `None`).
+    Compact {
+        /// The key before the block: the previous block's footer entry.
+        after: Option<u64>,
+    },
+}
+
+impl Head {
+    /// Bytes before the skip entries.
+    #[inline]
+    pub fn bytes(self) -> usize {
+        match self {
+            Head::Wide => super::block::BLOCK_HEADER_LEN,
+            Head::Compact { .. } => COMPACT_HEAD_LEN,
+        }
+    }
+
+    /// The key count field of `block`.
+    #[inline]
+    pub fn count(self, block: &[u8]) -> u32 {
+        match self {
+            Head::Wide => u32::from_le_bytes(block[0..4].try_into().unwrap()),
+            Head::Compact { .. } => u16::from_le_bytes([block[0], block[1]]) as u32,
+        }
+    }
+
+    /// The largest key count a block of `block_size` bytes with this head can hold (every
+    /// coded key at least one bit; in format 3 the first is coded and the last is not).
+    #[inline]
+    pub fn max_keys(self, block_size: u32) -> u64 {
+        let fixed = (self.bytes() + super::block::BLOCK_TRAILER_LEN) as u64;
+        1 + (block_size as u64 - fixed) * 8
+    }
 }
 
 impl<'a> Segments<'a> {
-    /// The layout of block `block` (all its bytes) of a table with `keys` keys per segment,
-    /// whose footer entry is `last`, with the byte at which its coded stream starts; `None`
-    /// if its key count (at least 1) leaves no room for its skip entries.
-    #[inline]
-    pub(crate) fn of_block(block: &'a [u8], keys: u32, last: u64) -> Option<(Segments<'a>, usize)> {
-        let count = u32::from_le_bytes(block[0..4].try_into().unwrap());
-        let header = super::block::BLOCK_HEADER_LEN;
-        let stream_at = header + entries(count, keys) as usize * SKIP_ENTRY_LEN;
+    /// The layout of block `block` (all its bytes), whose head is `head`, of a table with
+    /// `keys` keys per segment, whose footer entry is `last`, with the byte at which its coded
+    /// stream starts; `None` if its key count (at least 1) leaves no room for its skip entries.
+    #[inline(always)]
+    pub(crate) fn of_block(
+        block: &'a [u8],
+        head: Head,
+        keys: u32,
+        last: u64,
+    ) -> Option<(Segments<'a>, usize)> {
+        let count = head.count(block);
+        let m = match head {
+            Head::Wide => entries(count, keys),
+            Head::Compact { .. } => compact_entries(count, keys),
+        };
+        let (entries_len, offset_bits) = match head {
+            Head::Wide => (m as usize * SKIP_ENTRY_LEN, 0),
+            Head::Compact { .. } => {
+                let b = block.len() as u32;
+                (compact_entries_len(m, b), offset_bits(b))
+            }
+        };
+        let stream_at = head.bytes() + entries_len;
         let crc_at = block.len() - super::block::BLOCK_TRAILER_LEN;
         if stream_at > crc_at {
             return None;
         }
-        let first = u64::from_le_bytes(block[4..12].try_into().unwrap());
+        let (first, base) = match head {
+            Head::Wide => {
+                let first = u64::from_le_bytes(block[4..12].try_into().unwrap());
+                (first, first)
+            }
+            // Not known before the stream is decoded: `set_first` fills it in.
+            Head::Compact { after } => {
+                let base = after.map_or(0, |a| a.wrapping_add(1));
+                (base, base)
+            }
+        };
         let stream_bits = (crc_at - stream_at) as u64 * 8;
-        let segs = Segments::new(
-            &block[header..stream_at],
+        let c = (base ^ last).leading_zeros();
+        let low = u64::MAX.checked_shr(c).unwrap_or(0);
+        let segs = Segments {
+            // To the block's end, not the stream's start: an entry is read with one 8-byte load,
+            // which stays inside the block (the stream and the crc follow the entries).
+            entries: &block[head.bytes()..],
+            first,
+            base,
+            last,
+            prefix: base & !low,
+            low,
             keys,
             count,
-            first,
-            last,
-            stream_bits,
-        );
+            m,
+            implicit_last: matches!(head, Head::Compact { .. }) && count >= 2,
+            first_end: 0,
+            stream_bits: stream_bits as u32,
+            c: c as u8,
+            shift: raw_bits(c) as u8,
+            offset_bits: offset_bits as u8,
+        };
         Some((segs, stream_at))
     }
 
-    /// The layout of a block of `count` keys from `first` to `last` (its footer entry), whose
-    /// skip entries are `entries` and whose stream holds `stream_bits` bits.
-    pub(crate) fn new(
-        entries: &'a [u8],
-        keys: u32,
-        count: u32,
-        first: u64,
-        last: u64,
-        stream_bits: u64,
-    ) -> Segments<'a> {
-        let c = (first ^ last).leading_zeros();
-        let low = u64::MAX.checked_shr(c).unwrap_or(0);
-        Segments {
-            entries,
-            keys,
-            count,
-            first,
-            last,
-            c,
-            prefix: first & !low,
-            low,
-            shift: raw_bits(c),
-            stream_bits,
+    /// Format 3: the block's first key, decoded, and the stream bit after it.
+    #[inline]
+    pub(crate) fn set_first(&mut self, first: u64, end: u64) {
+        self.first = first;
+        self.first_end = end as u32;
+    }
+
+    /// The byte of the block (from its start) where skip entry `j` (1..=len) begins, for
+    /// errors.
+    pub(crate) fn entry_byte(&self, j: u32) -> usize {
+        let j = j.saturating_sub(1) as usize;
+        match self.offset_bits {
+            0 => Head::Wide.bytes() + j * SKIP_ENTRY_LEN,
+            w => COMPACT_HEAD_LEN + j * (PARTIAL_BITS + w as u32) as usize / 8,
         }
     }
 
     /// Segments after the first (skip entries).
     #[inline]
     pub(crate) fn len(&self) -> u32 {
-        (self.entries.len() / SKIP_ENTRY_LEN) as u32
+        self.m
     }
 
     /// Skip entry `j` (1..=len): the partial key and the stream bit offset.
     #[inline]
     fn entry(&self, j: u32) -> (u16, u64) {
-        let at = (j as usize - 1) * SKIP_ENTRY_LEN;
-        let e = &self.entries[at..at + SKIP_ENTRY_LEN];
-        (
-            u16::from_le_bytes([e[0], e[1]]),
-            u16::from_le_bytes([e[2], e[3]]) as u64,
-        )
+        if self.offset_bits == 0 {
+            let at = (j as usize - 1) * SKIP_ENTRY_LEN;
+            let e = &self.entries[at..at + SKIP_ENTRY_LEN];
+            return (
+                u16::from_le_bytes([e[0], e[1]]),
+                u16::from_le_bytes([e[2], e[3]]) as u64,
+            );
+        }
+        let w = self.offset_bits as u32;
+        let bits = PARTIAL_BITS + w;
+        // At most 32 bits from any bit: one window.
+        let v = bitio::peek(self.entries, (j as u64 - 1) * bits as u64) >> (64 - bits);
+        ((v >> w) as u16, v & ((1 << w) - 1))
     }
 
     /// The stream bit at which segment `j` (1..=len) starts: its entry's offset.
@@ -157,23 +279,51 @@ impl<'a> Segments<'a> {
         self.entry(j).1
     }
 
+    /// The stream bit by which the first segment's deltas (and, format 3, its first key) end.
+    #[inline]
+    pub(crate) fn first_segment_end(&self) -> u64 {
+        self.end(0)
+    }
+
     /// The stream bit by which segment `j`'s deltas end.
     #[inline]
     fn end(&self, j: u32) -> u64 {
         if j < self.len() {
             self.offset(j + 1)
         } else {
-            self.stream_bits
+            self.stream_bits as u64
         }
     }
 
     /// Keys of segment `j` (0..=len) after its first.
     #[inline]
     pub(crate) fn keys_after_start(&self, j: u32) -> u32 {
-        if self.keys == 0 {
-            return self.count - 1;
+        if j >= self.m {
+            // The last segment runs to the block's end: in format 3 that can be S + 1 keys,
+            // when the uncoded last key would have started a segment.
+            return self.count.saturating_sub(j * self.keys).saturating_sub(1);
         }
-        (self.count - j * self.keys).min(self.keys) - 1
+        self.keys - 1
+    }
+
+    /// Keys of segment `j` (0..=len) after its first that its stream codes: all of them but
+    /// an uncoded last key ([`implicit_last`](Self::implicit_last)).
+    #[inline]
+    pub(crate) fn coded_after_start(&self, j: u32) -> u32 {
+        self.keys_after_start(j) - (j >= self.m && self.implicit_last) as u32
+    }
+
+    /// Whether the block's last key is not coded (format 3, two keys or more): a decode takes
+    /// it from the footer once the last segment's coded keys are read.
+    #[inline]
+    pub(crate) fn implicit_last(&self) -> bool {
+        self.implicit_last
+    }
+
+    /// The block's last key, its footer entry.
+    #[inline]
+    pub(crate) fn last(&self) -> u64 {
+        self.last
     }
 
     /// The start of segment `j` (1..=len) for a decode that ended segment `j - 1` at stream
@@ -196,21 +346,21 @@ impl<'a> Segments<'a> {
     #[inline]
     pub(crate) fn find(&self, lo: u64) -> u32 {
         let m = self.len();
-        if m == 0 || lo <= self.first {
+        if m == 0 || lo <= self.base {
             return 0;
         }
         if lo > self.last {
             return m;
         }
-        // `lo` is in (first, last], so it shares the block's top c bits: a start key whose
+        // `lo` is in (base, last], so it shares the block's top c bits: a start key whose
         // partial key is below lo's is below lo.
-        let target = partial(lo, self.c);
+        let target = partial(lo, self.c as u32);
         // The number of entries below `target` (entries ascend in a well-formed block; in any
         // other, this still returns a segment in range). Keys spread about evenly over a
         // block, so the segment `lo`'s place between first and last points to is nearly always
         // right or next to it: start there, reading one or two entries (one cache line at
         // most, not a binary search's three), and search only when that fails.
-        let frac = (lo - self.first) as f64 / (self.last - self.first) as f64;
+        let frac = (lo - self.base) as f64 / (self.last - self.base) as f64;
         let mut j = ((frac * (self.count - 1) as f64) as u32 / self.keys).min(m);
         for _ in 0..4 {
             if j < m && self.entry(j + 1).0 < target {
@@ -240,13 +390,13 @@ impl<'a> Segments<'a> {
     #[inline]
     pub(crate) fn enter(&self, stream: &[u8], j: u32) -> Option<Start> {
         let end = self.end(j);
-        if end > self.stream_bits {
+        if end > self.stream_bits as u64 {
             return None;
         }
         if j == 0 {
             return Some(Start {
                 key: self.first,
-                pos: 0,
+                pos: self.first_end as u64,
                 end,
             });
         }

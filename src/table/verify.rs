@@ -67,10 +67,7 @@ impl<D: AsRef<[u8]> + Sync> Table<D> {
         let off = self.block_offset(i);
         let bytes = self.block_bytes(i);
         let last_keys = self.last_keys();
-        let layout = block::Layout {
-            segment_keys: self.segment_keys(),
-            last: last_keys[i as usize],
-        };
+        let layout = self.layout(i);
         let mut d = BlockDecoder::new(bytes, i, off, self.codec(), self.decode_table(), layout)
             .map_err(|e| self.attach(e))?;
         let mut prev = i.checked_sub(1).map(|j| last_keys[j as usize]);
