@@ -105,9 +105,6 @@ pub(crate) struct Segments<'a> {
     /// prefix is the one `base` and `last` share.
     base: u64,
     last: u64,
-    /// The block's top c bits (of `base`), and the mask of the bits below them.
-    prefix: u64,
-    low: u64,
     /// S: keys per segment (0: one segment, format 1).
     keys: u32,
     count: u32,
@@ -209,7 +206,6 @@ impl<'a> Segments<'a> {
         };
         let stream_bits = (crc_at - stream_at) as u64 * 8;
         let c = (base ^ last).leading_zeros();
-        let low = u64::MAX.checked_shr(c).unwrap_or(0);
         let segs = Segments {
             // To the block's end, not the stream's start: an entry is read with one 8-byte load,
             // which stays inside the block (the stream and the crc follow the entries).
@@ -217,8 +213,6 @@ impl<'a> Segments<'a> {
             first,
             base,
             last,
-            prefix: base & !low,
-            low,
             keys,
             count,
             m,
@@ -407,7 +401,9 @@ impl<'a> Segments<'a> {
         }
         // At most 48 bits: one window.
         let raw = (bitio::peek(stream, at) >> 1) >> (63 - self.shift);
-        let key = self.prefix | (((p as u64) << self.shift) & self.low) | raw;
+        // The block's top c bits (of `base`), then the partial key's bits below them.
+        let low = u64::MAX.checked_shr(self.c as u32).unwrap_or(0);
+        let key = (self.base & !low) | (((p as u64) << self.shift) & low) | raw;
         if (key >> self.shift) as u16 != p {
             return None;
         }
