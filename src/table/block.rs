@@ -17,7 +17,10 @@
 //!
 //! A block of a format-2 table is cut into segments of S keys: between the first key and the
 //! stream, one 4-byte skip entry per segment after the first, and each segment's first key
-//! raw below the block's common prefix instead of a delta (`table::segment`).
+//! raw below the block's common prefix instead of a delta (`table::segment`). Format 3, what
+//! [`BlockEncoder`] writes for S > 0, keeps the segments and compacts the rest ([`Head`]): a
+//! u16 count, bit-packed skip entries, the first key coded at the stream's start after the
+//! previous block's last key, and the last key left to the footer.
 
 pub use super::segment::Head;
 use super::segment::{self, Segments, Start};

@@ -1,4 +1,5 @@
-//! Segments: the skip entries of a format-2 block (`format-spec/table.md`, "Segments").
+//! Segments: the skip entries of a format-2 or format-3 block (`format-spec/table.md`,
+//! "Segments" and "Compact heads").
 //!
 //! A block of a format-2 table is cut into segments of S keys (S from the header). Segment 0
 //! starts at the block's raw first key; segment j ≥ 1 starts at key j·S, which is not coded as
@@ -14,6 +15,11 @@
 //! delta would cost about `64 - c - log2(keys in the block) + 2`. This module is the one rule
 //! that reads a segment's start; every decoder (`block`, `lanes`, `verify` through `block`)
 //! goes through [`Segments::enter`].
+//!
+//! Format 3 ([`Head::Compact`]) packs each entry into `16 + log2(B) + 3` bits, takes the
+//! common prefix from `base` (the previous block's last key + 1) instead of the first key, so
+//! that a probe finds its segment without decoding the first key, and leaves the block's last
+//! key uncoded: the footer holds it ([`Segments::implicit_last`]).
 
 use crate::codec::bitio;
 
