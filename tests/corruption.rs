@@ -612,3 +612,81 @@ fn store_files_every_byte_flip_and_truncation() {
     std::fs::write(&log, &good).unwrap();
     assert_eq!(Store::open_read_only(&dir).unwrap().pairs().unwrap(), want);
 }
+
+/// What `fuzz/fuzz_targets/decode_block.rs` checks, on seeded random bytes so that it runs in
+/// every test run: any bytes with a valid crc, under any code, head (formats 1, 2, 3, with or
+/// without a key before the block), S and footer key, decode without a panic to strictly
+/// ascending keys, from the start or from the segment any key selects.
+#[test]
+fn arbitrary_blocks_decode_ascending_or_fail_never_panic() {
+    use simdex::codec::Codec;
+    use simdex::codec::huffman::{Code, DecodeTable};
+    use simdex::table::block::{BlockDecoder, Head, Layout, block_crc};
+    let mut s = 99u64;
+    let mut next = || simdex::sample::splitmix64(&mut s);
+    let (mut decoded, mut failed) = (0u64, 0u64);
+    for case in 0..20_000u32 {
+        let mut f = [0u64; 64];
+        for x in f.iter_mut() {
+            *x = next() % 4;
+        }
+        let codec = if case % 2 == 0 {
+            Codec::HDelta
+        } else {
+            Codec::Gap
+        };
+        let table = DecodeTable::new(&Code::from_frequencies(&f, 12), |s| codec.suffix_bits(s));
+        let size = 128usize << (next() % 3);
+        let mut block: Vec<u8> = (0..size).map(|_| next() as u8).collect();
+        // Small counts too, so that skip entries fit and segments are entered.
+        match case % 3 {
+            0 => block[0..2].copy_from_slice(&((next() % 40) as u16 + 1).to_le_bytes()),
+            1 => block[0..4].copy_from_slice(&((next() % 40) as u32 + 1).to_le_bytes()),
+            _ => {}
+        }
+        let crc = block_crc(176, &block[..size - 4]);
+        block[size - 4..].copy_from_slice(&crc.to_le_bytes());
+        let layout = Layout {
+            segment_keys: [0, 2, 3, 5, 20][case as usize % 5],
+            last: next(),
+            head: match case % 3 {
+                0 => Head::Compact {
+                    after: (next() % 2 == 0).then(|| next() >> (next() % 64)),
+                },
+                _ => Head::Wide,
+            },
+        };
+        let layout = if layout.segment_keys == 0 {
+            Layout::UNSEGMENTED
+        } else {
+            layout
+        };
+        let Ok(d) = BlockDecoder::new(&block, 0, 176, codec, &table, layout) else {
+            failed += 1;
+            continue;
+        };
+        let mut seeking = d.clone();
+        seeking.seek(next());
+        for mut dec in [d, seeking] {
+            let mut prev: Option<u64> = None;
+            loop {
+                match dec.next() {
+                    Ok(Some(k)) => {
+                        assert!(prev.is_none_or(|p| k > p), "case {case}: keys must ascend");
+                        prev = Some(k);
+                        decoded += 1;
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        failed += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        decoded > 10_000 && failed > 1_000,
+        "{decoded} keys, {failed} errors"
+    );
+}

@@ -11,6 +11,7 @@ internal_mod!(format);
 internal_mod!(block);
 pub(crate) mod cursor;
 mod directory;
+mod encoder;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes;
 pub(crate) mod multiscan;
