@@ -26,7 +26,7 @@ const READER_BYTES_PER_BLOCK: f64 = 9.0;
 /// (BENCHMARKS.md).
 pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
-/// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.2 bits per key in format 3 (+ 3.4 in format 2)
+/// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.25-3.4 bits per key in format 3 (+ 3.4-3.5 in format 2)
 /// instead of bound + 5.8 (256-byte blocks of format 1), and queries as fast or faster at 1M
 /// and 10M keys (BENCHMARKS.md, issue 29).
 pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
