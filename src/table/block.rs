@@ -234,8 +234,8 @@ impl<'a> BlockDecoder<'a> {
         Self::open_at(block, index, offset, codec, table, layout, SeekTo::Segment(0))
     }
 
-    /// As [`new_unchecked_crc`](Self::new_unchecked_crc), started where `at` says, as
-    /// [`seek`](Self::seek) or [`seek_segment`](Self::seek_segment) would. A format-3 block's
+    /// As [`new_unchecked_crc`](Self::new_unchecked_crc), started where `at` says (a key: as
+    /// [`seek`](Self::seek) would). A format-3 block's
     /// first key is decoded only when the decode starts at segment 0: a probe that starts at a
     /// later segment never reads it.
     pub(crate) fn open_at(
@@ -303,17 +303,10 @@ impl<'a> BlockDecoder<'a> {
     /// unsegmented block.
     #[inline]
     pub fn seek(&mut self, lo: u64) {
-        if self.segments.len() > 0 {
-            self.seek_segment(self.segments.find(lo));
-        }
-    }
-
-    /// Go to segment `j` (from [`Segments::find`]), before any key is taken.
-    #[inline]
-    pub(crate) fn seek_segment(&mut self, j: u32) {
         debug_assert!(!self.started);
+        let j = self.segments.find(lo);
         if j > 0 {
-            self.start_segment(j.min(self.segments.len()));
+            self.start_segment(j);
         }
     }
 

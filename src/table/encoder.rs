@@ -173,7 +173,7 @@ impl BlockEncoder {
         // The key becomes the block's last, which is not coded; the one before it, already
         // pending, now is: the block holds the first key and keys 1..index - 1.
         let starts = segment::compact_entries(index + 1, self.segment_keys);
-        let base = self.after.map_or(0, |a| a + 1);
+        let base = segment::base(self.after);
         let raw = segment::raw_bits((base ^ key).leading_zeros()) as u64;
         let first = (self.first_code.code_len + self.first_code.suffix_len) as u64;
         let head = segment::compact_entries_len(starts, self.block_size) as u64 * 8;
@@ -226,7 +226,7 @@ impl BlockEncoder {
     fn code_segments(&mut self, out: &mut [u8]) -> usize {
         let count = u16::try_from(self.count).expect("a block of at most 8192 bytes");
         out[0..2].copy_from_slice(&count.to_le_bytes());
-        let base = self.after.map_or(0, |a| a + 1);
+        let base = segment::base(self.after);
         let c = (base ^ self.last).leading_zeros();
         let raw = segment::raw_bits(c);
         let w = segment::offset_bits(self.block_size);

@@ -52,15 +52,18 @@ pub fn entries(count: u32, segment_keys: u32) -> u32 {
     }
 }
 
-/// Skip entries of a compact block (format 3) of `count` keys: segments start at keys S, 2S,
-/// ... up to the last but one, since the last key is not coded (it is the footer's).
+/// Skip entries of a compact block (format 3) of `count` keys: those of its coded keys, all
+/// but the last (the footer's), so that the uncoded key never starts a segment.
 #[inline]
 pub fn compact_entries(count: u32, segment_keys: u32) -> u32 {
-    if segment_keys == 0 || count < 2 {
-        0
-    } else {
-        (count - 2) / segment_keys
-    }
+    entries(count.saturating_sub(1), segment_keys)
+}
+
+/// The least key a compact block (format 3) after the key `after` can hold (0 for a table's
+/// first block): the value its common prefix is taken from, by writer and reader alike.
+#[inline]
+pub fn base(after: Option<u64>) -> u64 {
+    after.map_or(0, |a| a.wrapping_add(1))
 }
 
 /// The 16-bit partial key of `key` in a block whose keys share `c` top bits.
@@ -183,15 +186,15 @@ impl<'a> Segments<'a> {
         last: u64,
     ) -> Option<(Segments<'a>, usize)> {
         let count = head.count(block);
-        let m = match head {
-            Head::Wide => entries(count, keys),
-            Head::Compact { .. } => compact_entries(count, keys),
-        };
-        let (entries_len, offset_bits) = match head {
-            Head::Wide => (m as usize * SKIP_ENTRY_LEN, 0),
+        let b = block.len() as u32;
+        let (m, entries_len, offset_bits) = match head {
+            Head::Wide => {
+                let m = entries(count, keys);
+                (m, m as usize * SKIP_ENTRY_LEN, 0)
+            }
             Head::Compact { .. } => {
-                let b = block.len() as u32;
-                (compact_entries_len(m, b), offset_bits(b))
+                let m = compact_entries(count, keys);
+                (m, compact_entries_len(m, b), offset_bits(b))
             }
         };
         let stream_at = head.bytes() + entries_len;
@@ -205,10 +208,7 @@ impl<'a> Segments<'a> {
                 (first, first)
             }
             // Not known before the stream is decoded: `set_first` fills it in.
-            Head::Compact { after } => {
-                let base = after.map_or(0, |a| a.wrapping_add(1));
-                (base, base)
-            }
+            Head::Compact { after } => (base(after), base(after)),
         };
         let stream_bits = (crc_at - stream_at) as u64 * 8;
         let c = (base ^ last).leading_zeros();
