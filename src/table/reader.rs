@@ -127,7 +127,7 @@ impl<D: AsRef<[u8]>> Table<D> {
 
     /// Check block `i`'s crc32 (in range) unless this reader has.
     #[inline]
-    fn check_block_crc(&self, i: u64) -> Result<()> {
+    pub(super) fn check_block_crc(&self, i: u64) -> Result<()> {
         if !self.crc_is_checked(i) {
             block::check_crc(self.block_bytes(i), i, self.block_offset(i))
                 .map_err(|e| self.attach(e))?;

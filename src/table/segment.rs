@@ -249,6 +249,12 @@ impl<'a> Segments<'a> {
         }
     }
 
+    /// The block's key count field.
+    #[inline]
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
     /// Segments after the first (skip entries).
     #[inline]
     pub(crate) fn len(&self) -> u32 {
