@@ -213,6 +213,12 @@ fn package_merge(freqs: &[u64; NUM_SYMBOLS], limit: u32) -> Lengths {
 /// nearly exponential), so codes longer than 8 bits carry a few percent of keys at most.
 pub const PRIMARY_BITS: u32 = 8;
 
+/// Index width of the first level the vectorized decoder (`table::lanes`) reads: 2^10 entries
+/// (4 KiB). It decodes four probes per step and sends every code longer than its first level to
+/// a scalar step (a mispredicted branch and the general rule); at 1M keys per table 1.1% of
+/// deltas have codes longer than 8 bits, 0.3% longer than 10.
+pub const LANE_BITS: u32 = 10;
+
 /// A first-level entry that sends the lookup to the full table (a code longer than
 /// [`PRIMARY_BITS`] starts with these bits).
 pub(crate) const LONG: u32 = entry::LONG;
@@ -250,6 +256,8 @@ pub struct DecodeTable {
     /// its continuations share in `entries`, or [`LONG`] if they differ. A fixed-size array, so
     /// that indexing it by a byte needs no bounds check.
     primary: Box<[u32; 1 << PRIMARY_BITS]>,
+    /// The same for the next [`LANE_BITS`] stream bits.
+    lane_primary: Box<[u32; 1 << LANE_BITS]>,
     /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
     /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
     /// chain). 0 marks a bit pattern that starts no code (corrupt data).
@@ -273,26 +281,14 @@ impl DecodeTable {
             entries[start..start + (1usize << shift)].fill(entry::pack(l, sym as u32, total));
         }
         let mut primary = Box::new([0u32; 1 << PRIMARY_BITS]);
-        for (p, slot) in primary.iter_mut().enumerate() {
-            // The entries whose index starts with the 8 bits `p` (one entry, shared by several
-            // values of `p`, when the code is shorter than 8 bits).
-            let span = if bits >= PRIMARY_BITS {
-                let w = 1usize << (bits - PRIMARY_BITS);
-                &entries[p * w..(p + 1) * w]
-            } else {
-                let i = p >> (PRIMARY_BITS - bits);
-                &entries[i..i + 1]
-            };
-            *slot = if span.iter().all(|&e| e == span[0]) {
-                span[0]
-            } else {
-                LONG
-            };
-        }
+        first_level(&entries, bits, &mut primary[..]);
+        let mut lane_primary = Box::new([0u32; 1 << LANE_BITS]);
+        first_level(&entries, bits, &mut lane_primary[..]);
         DecodeTable {
             bits,
             shift: 63 - bits,
             primary,
+            lane_primary,
             entries,
         }
     }
@@ -332,29 +328,54 @@ impl DecodeTable {
         }
     }
 
-    /// The first level: entries for the next [`PRIMARY_BITS`] stream bits (`len | sym << 8 |
-    /// total << 16`), [`LONG`] where the code goes on, 0 where no code starts.
+    /// The vectorized decoder's first level: entries for the next [`LANE_BITS`] stream bits
+    /// (`len | sym << 8 | total << 16`), [`LONG`] where the code goes on, 0 where no code
+    /// starts.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
-    pub(crate) fn primary(&self) -> &[u32; 1 << PRIMARY_BITS] {
-        &self.primary
+    #[inline]
+    pub(crate) fn lane_primary(&self) -> &[u32; 1 << LANE_BITS] {
+        &self.lane_primary
     }
 
     /// The share of stream positions (random bits, so each code weighs 2^-length, about its
-    /// symbol's frequency) whose code the first level decodes and whose whole delta takes at
+    /// symbol's frequency) whose code the lanes' first level decodes and whose whole delta takes at
     /// most `bits` bits: how often a decoder that handles only those stays on its fast path.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn short_share(&self, bits: u32) -> f64 {
         let fast = self
-            .primary
+            .lane_primary
             .iter()
             .filter(|&&e| e != 0 && e != LONG && e >> entry::TOTAL_SHIFT <= bits)
             .count();
-        fast as f64 / self.primary.len() as f64
+        fast as f64 / self.lane_primary.len() as f64
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.primary.len() + self.entries.capacity()) * 4
+        (self.primary.len() + self.lane_primary.len() + self.entries.capacity()) * 4
+    }
+}
+
+/// Fill a first level of `level.len()` (a power of two) entries from the full table `entries`
+/// (of 2^`bits`): each slot holds the entry all continuations of its index share, or [`LONG`]
+/// if they differ.
+fn first_level(entries: &[u32], bits: u32, level: &mut [u32]) {
+    let width = level.len().trailing_zeros();
+    for (p, slot) in level.iter_mut().enumerate() {
+        // The entries whose index starts with the `width` bits `p` (one entry, shared by
+        // several values of `p`, when the code is shorter than `width` bits).
+        let span = if bits >= width {
+            let w = 1usize << (bits - width);
+            &entries[p * w..(p + 1) * w]
+        } else {
+            let i = p >> (width - bits);
+            &entries[i..i + 1]
+        };
+        *slot = if span.iter().all(|&e| e == span[0]) {
+            span[0]
+        } else {
+            LONG
+        };
     }
 }
 

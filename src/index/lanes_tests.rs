@@ -5,6 +5,7 @@ use crate::index::{self, BuildOptions, DesignChoice};
 use crate::sample::{flip_bits, random, splitmix64};
 use crate::table::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN, Head};
 use crate::table::format::HEADER_LEN;
+use crate::table::lanes::isa::AVX2_ONLY;
 use crate::{Index, Match};
 
 fn brute(keys: &[u64], q: u64, k: u32) -> Vec<Match> {
@@ -63,6 +64,17 @@ fn lanes_can_run() -> bool {
     yes
 }
 
+/// The variants of the lanes' loop this CPU runs, as values of `AVX2_ONLY`: the AVX2 one,
+/// and the AVX-512 one where present.
+fn isas() -> Vec<bool> {
+    if crate::table::lanes::isa::avx512() {
+        vec![false, true]
+    } else {
+        eprintln!("no AVX-512 VPOPCNTDQ here: only the AVX2 loop is tested");
+        vec![true]
+    }
+}
+
 fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index {
     build_segmented(dir, keys, design, block, 0)
 }
@@ -118,22 +130,34 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
                 let before = idx.counters();
                 idx.lanes = false;
                 let scalar: Vec<_> = queries.iter().map(|&q| idx.near(q, k).unwrap()).collect();
-                let mid = idx.counters();
+                let scalar_work = {
+                    let (mid, before) = (idx.counters(), before);
+                    crate::index::QueryCounters {
+                        blocks_decoded: mid.blocks_decoded - before.blocks_decoded,
+                        keys_decoded: mid.keys_decoded - before.keys_decoded,
+                        ..mid
+                    }
+                };
                 idx.lanes = true;
-                for (q, want) in queries.iter().zip(&scalar) {
-                    assert_eq!(&idx.near(*q, k).unwrap(), want, "{name} {design} {q:#x}");
-                    assert_eq!(want, &brute(&keys, *q, k), "{name} {design} {q:#x}");
+                for avx2_only in isas() {
+                    AVX2_ONLY.set(avx2_only);
+                    let mid = idx.counters();
+                    for (q, want) in queries.iter().zip(&scalar) {
+                        assert_eq!(&idx.near(*q, k).unwrap(), want, "{name} {design} {q:#x}");
+                        assert_eq!(want, &brute(&keys, *q, k), "{name} {design} {q:#x}");
+                    }
+                    let after = idx.counters();
+                    // The same decode work: every block and key the scalar loop decodes.
+                    assert_eq!(
+                        after.blocks_decoded - mid.blocks_decoded,
+                        scalar_work.blocks_decoded
+                    );
+                    assert_eq!(
+                        after.keys_decoded - mid.keys_decoded,
+                        scalar_work.keys_decoded
+                    );
                 }
-                let after = idx.counters();
-                // The same decode work: every block and key the scalar loop decodes.
-                assert_eq!(
-                    after.blocks_decoded - mid.blocks_decoded,
-                    mid.blocks_decoded - before.blocks_decoded
-                );
-                assert_eq!(
-                    after.keys_decoded - mid.keys_decoded,
-                    mid.keys_decoded - before.keys_decoded
-                );
+                AVX2_ONLY.set(false);
             }
         }
     }
@@ -191,8 +215,12 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
             idx.lanes = false;
             let scalar = format!("{:?}", idx.near(q, 3));
             idx.lanes = true;
-            let lanes = format!("{:?}", idx.near(q, 3));
-            assert_eq!(lanes, scalar, "query {q:#x}");
+            for avx2_only in isas() {
+                AVX2_ONLY.set(avx2_only);
+                let lanes = format!("{:?}", idx.near(q, 3));
+                assert_eq!(lanes, scalar, "query {q:#x}, AVX2 only: {avx2_only}");
+            }
+            AVX2_ONLY.set(false);
             if scalar.starts_with("Err(Corrupt") {
                 faults += 1;
             } else {

@@ -16,36 +16,42 @@
 //! from the block decoder, word for word), the end of a block, the end of a range, and a match.
 //! The vector path commits a lane's key only when the scalar rule would give the same key.
 //!
+//! The loop is compiled twice: for AVX2, and for AVX-512 (VL, VPOPCNTDQ) where the CPU has it,
+//! still on 256-bit registers, where the distance test is one popcount instruction. Codes are
+//! looked up in a first level of 2^10 entries ([`LANE_BITS`]), wider than the scalar rule's 2^8,
+//! so that fewer deltas leave for the scalar rule.
+//!
 //! Only the h-delta codec (codec 1, the default), on x86-64 with AVX2; everything else takes
 //! the scalar loop, as do designs with a probe radius.
 
 use std::arch::x86_64::*;
 
+mod group;
+pub(crate) mod isa;
+
 use super::Table;
 use super::block::decode_delta_at;
 use super::cursor::Work;
 use crate::codec::Codec;
-use crate::codec::huffman::entry;
+use crate::codec::huffman::{LANE_BITS, entry};
 use crate::error::{Error, Result};
+use group::{Group, LANES, LaneStart, V};
+use isa::{Avx2, Avx512, Isa, avx512};
 
-/// Load four lanes (a macro, not a closure: a closure would not inherit the function's AVX2).
+/// Load four lanes (a macro, not a closure: a closure would not inherit the function's AVX2),
+/// inside the loop's unsafe block: a `V` is 32 bytes, 32-byte aligned.
 macro_rules! ld {
     ($v:expr) => {
-        // SAFETY: a `V` is 32 bytes, 32-byte aligned.
-        unsafe { _mm256_load_si256($v.0.as_ptr().cast()) }
+        _mm256_load_si256($v.0.as_ptr().cast())
     };
 }
 
-/// Store four lanes.
+/// Store four lanes, as [`ld`] loads them.
 macro_rules! st {
     ($v:expr, $x:expr) => {
-        // SAFETY: a `V` is 32 bytes, 32-byte aligned.
-        unsafe { _mm256_store_si256($v.0.as_mut_ptr().cast(), $x) }
+        _mm256_store_si256($v.0.as_mut_ptr().cast(), $x)
     };
 }
-
-/// Lanes of one register.
-const LANES: usize = 4;
 
 /// Stream bits a window holds whatever the bit offset: a delta of up to this many bits
 /// (code and suffix) decodes from one 8-byte load.
@@ -58,95 +64,6 @@ const WINDOW_BITS: u32 = 57;
 /// faster on a 2-core AMD EPYC (10M, design 4: 1.35x) and 1.14-1.26x faster on a 16-core Xeon
 /// at 1B (BENCHMARKS.md).
 const MIN_SHORT_SHARE: f64 = 0.95;
-
-/// Where an idle lane points: eight readable bytes and a first-level table's worth of zeros,
-/// so the loads of idle lanes read valid memory without a branch.
-static IDLE: [u32; 256] = [0; 256];
-
-/// Four lanes of one field, aligned for vector loads and stores.
-#[repr(C, align(32))]
-#[derive(Clone, Copy, Default)]
-struct V([u64; LANES]);
-
-/// Four probes in flight. Vector fields first; `table` and `block` are the scalar side.
-#[derive(Clone, Copy)]
-pub(super) struct Group {
-    /// All ones for a lane still decoding, zero for an idle one.
-    active: V,
-    /// Address of the lane's block stream.
-    base: V,
-    /// Bit position in the stream, and the stream's length in bits.
-    pos: V,
-    end: V,
-    /// The last key decoded, and the keys left in the block.
-    prev: V,
-    remaining: V,
-    /// The probe's range and the permuted query; the range's ends with the top bit flipped, so
-    /// that signed compares order them as unsigned.
-    lo_x: V,
-    hi_x: V,
-    q: V,
-    /// Address of the lane's first-level decode table.
-    primary: V,
-    table: [usize; LANES],
-    block: [u64; LANES],
-    /// The segment the lane decodes, the one it started the block at, and the block's last.
-    segment: [u32; LANES],
-    start_segment: [u32; LANES],
-    last_segment: [u32; LANES],
-    /// Whether the block's last key, not coded (format 3), is still to come after the last
-    /// segment's coded keys.
-    implicit: [bool; LANES],
-}
-
-impl Group {
-    fn new() -> Group {
-        let idle = V([IDLE.as_ptr() as u64; LANES]);
-        Group {
-            active: V::default(),
-            base: idle,
-            pos: V::default(),
-            end: V::default(),
-            prev: V::default(),
-            remaining: V::default(),
-            lo_x: V::default(),
-            hi_x: V::default(),
-            q: V::default(),
-            primary: idle,
-            table: [0; LANES],
-            block: [0; LANES],
-            segment: [0; LANES],
-            start_segment: [0; LANES],
-            last_segment: [0; LANES],
-            implicit: [false; LANES],
-        }
-    }
-
-    #[inline(always)]
-    fn live(&self) -> bool {
-        self.active.0.iter().any(|&a| a != 0)
-    }
-
-    fn idle(&mut self, i: usize) {
-        self.active.0[i] = 0;
-        self.base.0[i] = IDLE.as_ptr() as u64;
-        self.primary.0[i] = IDLE.as_ptr() as u64;
-        self.pos.0[i] = 0;
-    }
-}
-
-/// Where a lane takes over a block: the block's stream, the segment and the stream bits of its
-/// next delta, the key just decoded, and the coded keys left in the segment after it.
-struct LaneStart<'a> {
-    stream: &'a [u8],
-    segment: u32,
-    last_segment: u32,
-    pos: u64,
-    end: u64,
-    key: u64,
-    left: u32,
-    implicit: bool,
-}
 
 const MSB: u64 = 1 << 63;
 
@@ -177,10 +94,58 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     /// register, emitting `(table, key, distance)` for every key within `k` of its probe's query
     /// (keys in range; repeats across tables are the caller's to remove).
     ///
+    /// Where the CPU has AVX-512 with its 64-bit popcount (`VPOPCNTQ`, Ice Lake and Zen 4 on),
+    /// the same loop is compiled for it: the distance test is one instruction instead of a
+    /// dozen, and the compiler folds the compares into mask registers.
+    ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT ([`supported`]).
-    #[target_feature(enable = "avx2,popcnt")]
     pub(crate) unsafe fn run(
+        &self,
+        plan: &[(usize, u64, u64, u64, u64, u32)],
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        if avx512() {
+            // SAFETY: checked just above, and AVX2 and POPCNT by the caller.
+            return unsafe { self.run_avx512(plan, k, work, emit) };
+        }
+        // SAFETY: the caller checked AVX2 and POPCNT.
+        unsafe { self.run_avx2(plan, k, work, emit) }
+    }
+
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn run_avx2(
+        &self,
+        plan: &[(usize, u64, u64, u64, u64, u32)],
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        // SAFETY: this function's features are the loop's.
+        unsafe { self.run_with::<Avx2>(plan, k, work, emit) }
+    }
+
+    #[target_feature(enable = "avx2,popcnt,bmi2,avx512f,avx512vl,avx512vpopcntdq")]
+    unsafe fn run_avx512(
+        &self,
+        plan: &[(usize, u64, u64, u64, u64, u32)],
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        // SAFETY: this function's features are the loop's.
+        unsafe { self.run_with::<Avx512>(plan, k, work, emit) }
+    }
+
+    /// The loop of [`run`](Self::run), inlined into a function compiled for the features `I`
+    /// needs.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and POPCNT, and what `I` needs.
+    #[inline(always)]
+    unsafe fn run_with<I: Isa>(
         &self,
         plan: &[(usize, u64, u64, u64, u64, u32)],
         k: u32,
@@ -204,128 +169,128 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             g.q.0[l] = q;
             g.lo_x.0[l] = lo ^ MSB;
             g.hi_x.0[l] = hi ^ MSB;
-            g.primary.0[l] = self.tables[t].decode_table().primary().as_ptr() as u64;
+            g.primary.0[l] = self.tables[t].decode_table().lane_primary().as_ptr() as u64;
             let first = self.load_block(g, l, b, Some(j), lo, work)?;
             self.settle(g, l, first, k, work, emit)?;
         }
-        // The intrinsics are AVX2, enabled on this function (the caller checked the CPU).
-        let nibbles = _mm256_setr_epi8(
-            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
-            3, 3, 4,
-        );
-        let low4 = _mm256_set1_epi8(0x0f);
-        let len_mask = _mm256_set1_epi64x(entry::LEN_MASK as i64);
-        let sym_mask = _mm256_set1_epi64x(entry::SYM_MASK as i64);
-        let ones = _mm256_set1_epi64x(-1);
-        let msb = _mm256_set1_epi64x(MSB as i64);
-        let long = _mm256_set1_epi64x(entry::LONG as i64);
-        let window_bits = _mm256_set1_epi64x(WINDOW_BITS as i64);
-        let kv = _mm256_set1_epi64x(k as i64);
-        let zero = _mm256_setzero_si256();
-        loop {
-            let mut any = false;
-            for g in groups.iter_mut() {
-                if !g.live() {
-                    continue;
-                }
-                any = true;
-                let act = ld!(&g.active);
-                // Each lane's stream word (big-endian, shifted to its bit) and first-level code
-                // entry (`huffman::entry`: length, symbol, total bits; or LONG, or 0), by scalar loads: four
-                // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
-                // The position moves on here, in scalar code, so that the next step's loads
-                // wait for a scalar store, not for a vector one; a rare lane gets its old
-                // position back below.
-                let mut wl = [0u64; LANES];
-                let mut el = [0u64; LANES];
-                let mut old = [0u64; LANES];
-                let mut nl = [0u64; LANES];
-                for i in 0..LANES {
-                    let p = g.pos.0[i];
-                    let at = (g.base.0[i] + (p >> 3)) as *const u64;
-                    // SAFETY: a live lane's position is at most its stream's end, and a block's
-                    // stream is followed by at least 12 bytes of the table (crc, then the next
-                    // block or the footer): 8 bytes at any byte up to the end are mapped. An idle
-                    // lane reads `IDLE`.
-                    let w = u64::from_be(unsafe { at.read_unaligned() }) << (p & 7);
-                    // SAFETY: every lane's first level has 256 entries; the index is a byte.
-                    let e = unsafe { *(g.primary.0[i] as *const u32).add((w >> 56) as usize) };
-                    wl[i] = w;
-                    el[i] = e as u64;
-                    old[i] = p;
-                    nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
-                    g.pos.0[i] = nl[i];
-                }
-                let w = ld!(&V(wl));
-                let e = ld!(&V(el));
-                let next = ld!(&V(nl));
-                let l = _mm256_and_si256(e, len_mask);
-                let h = _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
-                let total = _mm256_srli_epi64::<{ entry::TOTAL_SHIFT }>(e);
-                let prev = ld!(&g.prev);
-                let bit = _mm256_srlv_epi64(msb, h);
-                // Rare: no code or a long one, a delta wider than the window, a key that would
-                // not ascend (its first differing bit already set), a delta past the stream.
-                let rare = _mm256_or_si256(
-                    _mm256_or_si256(_mm256_cmpeq_epi64(e, zero), _mm256_cmpeq_epi64(e, long)),
-                    _mm256_or_si256(
-                        _mm256_cmpgt_epi64(total, window_bits),
+        // SAFETY: the intrinsics need AVX2 (and `I`'s features), enabled on the function this
+        // one is inlined into, whose caller checked the CPU; the loads are safe where each
+        // says so below.
+        unsafe {
+            let len_mask = _mm256_set1_epi64x(entry::LEN_MASK as i64);
+            let sym_mask = _mm256_set1_epi64x(entry::SYM_MASK as i64);
+            let ones = _mm256_set1_epi64x(-1);
+            let msb = _mm256_set1_epi64x(MSB as i64);
+            let long = _mm256_set1_epi64x(entry::LONG as i64);
+            let window_bits = _mm256_set1_epi64x(WINDOW_BITS as i64);
+            let kv = _mm256_set1_epi64x(k as i64);
+            let zero = _mm256_setzero_si256();
+            loop {
+                let mut any = false;
+                for g in groups.iter_mut() {
+                    if !g.live() {
+                        continue;
+                    }
+                    any = true;
+                    let act = ld!(&g.active);
+                    // Each lane's stream word (big-endian, shifted to its bit) and first-level code
+                    // entry (`huffman::entry`: length, symbol, total bits; or LONG, or 0), by scalar loads: four
+                    // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
+                    // The position moves on here, in scalar code, so that the next step's loads
+                    // wait for a scalar store, not for a vector one; a rare lane gets its old
+                    // position back below.
+                    let mut wl = [0u64; LANES];
+                    let mut el = [0u64; LANES];
+                    let mut old = [0u64; LANES];
+                    let mut nl = [0u64; LANES];
+                    for i in 0..LANES {
+                        let p = g.pos.0[i];
+                        let at = (g.base.0[i] + (p >> 3)) as *const u64;
+                        // (Safe:) a live lane's position is at most its stream's end, and a block's
+                        // stream is followed by at least 12 bytes of the table (crc, then the next
+                        // block or the footer): 8 bytes at any byte up to the end are mapped. An idle
+                        // lane reads `IDLE`.
+                        let w = u64::from_be(at.read_unaligned()) << (p & 7);
+                        // (Safe:) every lane's first level has 2^LANE_BITS entries; the index is
+                        // the word's top LANE_BITS bits.
+                        let e =
+                            *(g.primary.0[i] as *const u32).add((w >> (64 - LANE_BITS)) as usize);
+                        wl[i] = w;
+                        el[i] = e as u64;
+                        old[i] = p;
+                        nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
+                        g.pos.0[i] = nl[i];
+                    }
+                    let w = ld!(&V(wl));
+                    let e = ld!(&V(el));
+                    let next = ld!(&V(nl));
+                    let l = _mm256_and_si256(e, len_mask);
+                    let h =
+                        _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
+                    let total = _mm256_srli_epi64::<{ entry::TOTAL_SHIFT }>(e);
+                    let prev = ld!(&g.prev);
+                    let bit = _mm256_srlv_epi64(msb, h);
+                    // Rare: no code or a long one, a delta wider than the window, a key that would
+                    // not ascend (its first differing bit already set), a delta past the stream.
+                    let rare = _mm256_or_si256(
+                        _mm256_or_si256(_mm256_cmpeq_epi64(e, zero), _mm256_cmpeq_epi64(e, long)),
                         _mm256_or_si256(
-                            _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
-                            _mm256_cmpgt_epi64(next, ld!(&g.end)),
+                            _mm256_cmpgt_epi64(total, window_bits),
+                            _mm256_or_si256(
+                                _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
+                                _mm256_cmpgt_epi64(next, ld!(&g.end)),
+                            ),
                         ),
-                    ),
-                );
-                let rare = _mm256_and_si256(rare, act);
-                let commit = _mm256_andnot_si256(rare, act);
-                // Keep prev's top h bits, set the implied bit, append the 63 - h suffix bits.
-                let tail = _mm256_srlv_epi64(
-                    _mm256_or_si256(_mm256_srli_epi64::<1>(_mm256_sllv_epi64(w, l)), msb),
-                    h,
-                );
-                let key =
-                    _mm256_or_si256(_mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev), tail);
-                let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
-                st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
-                st!(g.remaining, rem);
-                // A committed key needs the scalar side if it ends its range, ends its block,
-                // or is in range and within k.
-                let kx = _mm256_xor_si256(key, msb);
-                let past = _mm256_cmpgt_epi64(kx, ld!(&g.hi_x));
-                let below = _mm256_cmpgt_epi64(ld!(&g.lo_x), kx);
-                let x = _mm256_xor_si256(key, ld!(&g.q));
-                let counts = _mm256_add_epi8(
-                    _mm256_shuffle_epi8(nibbles, _mm256_and_si256(x, low4)),
-                    _mm256_shuffle_epi8(nibbles, _mm256_and_si256(_mm256_srli_epi16::<4>(x), low4)),
-                );
-                let far = _mm256_cmpgt_epi64(_mm256_sad_epu8(counts, zero), kv);
-                let quiet = _mm256_or_si256(below, far);
-                let ends = _mm256_or_si256(past, _mm256_cmpeq_epi64(rem, zero));
-                let needs = _mm256_or_si256(
-                    rare,
-                    _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
-                );
-                work.keys +=
-                    (_mm256_movemask_pd(_mm256_castsi256_pd(commit)) as u32).count_ones() as u64;
-                if _mm256_testz_si256(needs, needs) == 0 {
-                    let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
-                    let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
-                    for (i, &old) in old.iter().enumerate() {
-                        if needs & (1 << i) == 0 {
-                            continue;
+                    );
+                    let rare = _mm256_and_si256(rare, act);
+                    let commit = _mm256_andnot_si256(rare, act);
+                    // Keep prev's top h bits, set the implied bit, append the 63 - h suffix bits.
+                    let tail = _mm256_srlv_epi64(
+                        _mm256_or_si256(_mm256_srli_epi64::<1>(_mm256_sllv_epi64(w, l)), msb),
+                        h,
+                    );
+                    let key = _mm256_or_si256(
+                        _mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev),
+                        tail,
+                    );
+                    let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
+                    st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
+                    st!(g.remaining, rem);
+                    // A committed key needs the scalar side if it ends its range, ends its block,
+                    // or is in range and within k.
+                    let kx = _mm256_xor_si256(key, msb);
+                    let past = _mm256_cmpgt_epi64(kx, ld!(&g.hi_x));
+                    let below = _mm256_cmpgt_epi64(ld!(&g.lo_x), kx);
+                    // (Safe:) `I`'s features are enabled where this loop is compiled.
+                    let far = I::far(_mm256_xor_si256(key, ld!(&g.q)), kv);
+                    let quiet = _mm256_or_si256(below, far);
+                    let ends = _mm256_or_si256(past, _mm256_cmpeq_epi64(rem, zero));
+                    let needs = _mm256_or_si256(
+                        rare,
+                        _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
+                    );
+                    work.keys += (_mm256_movemask_pd(_mm256_castsi256_pd(commit)) as u32)
+                        .count_ones() as u64;
+                    if _mm256_testz_si256(needs, needs) == 0 {
+                        let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
+                        let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
+                        for (i, &old) in old.iter().enumerate() {
+                            if needs & (1 << i) == 0 {
+                                continue;
+                            }
+                            if rare & (1 << i) != 0 {
+                                g.pos.0[i] = old;
+                                self.scalar_step(g, i, work)?;
+                            }
+                            let key = g.prev.0[i];
+                            self.settle(g, i, key, k, work, emit)?;
                         }
-                        if rare & (1 << i) != 0 {
-                            g.pos.0[i] = old;
-                            self.scalar_step(g, i, work)?;
-                        }
-                        let key = g.prev.0[i];
-                        self.settle(g, i, key, k, work, emit)?;
                     }
                 }
-            }
-            if !any {
-                GROUPS.with_borrow_mut(|g| *g = groups);
-                return Ok(());
+                if !any {
+                    GROUPS.with_borrow_mut(|g| *g = groups);
+                    return Ok(());
+                }
             }
         }
     }
