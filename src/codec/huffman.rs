@@ -219,6 +219,10 @@ pub const PRIMARY_BITS: u32 = 8;
 /// deltas have codes longer than 8 bits, 0.3% longer than 10.
 pub const LANE_BITS: u32 = 10;
 
+/// Stream bits the vectorized decoder reads per delta (one 8-byte load at a byte, shifted to
+/// the bit): a delta of up to this many bits (code and suffix) decodes from its window.
+pub(crate) const LANE_WINDOW_BITS: u32 = 57;
+
 /// A first-level entry that sends the lookup to the full table (a code longer than
 /// [`PRIMARY_BITS`] starts with these bits).
 pub(crate) const LONG: u32 = entry::LONG;
@@ -284,6 +288,13 @@ impl DecodeTable {
         first_level(&entries, bits, &mut primary[..]);
         let mut lane_primary = Box::new([0u32; 1 << LANE_BITS]);
         first_level(&entries, bits, &mut lane_primary[..]);
+        // Everything the lanes leave to the scalar rule is LONG, so that one compare finds it:
+        // bits that start no code, and deltas wider than the window.
+        for e in lane_primary.iter_mut() {
+            if *e == 0 || *e >> entry::TOTAL_SHIFT > LANE_WINDOW_BITS {
+                *e = LONG;
+            }
+        }
         DecodeTable {
             bits,
             shift: 63 - bits,
@@ -329,8 +340,10 @@ impl DecodeTable {
     }
 
     /// The vectorized decoder's first level: entries for the next [`LANE_BITS`] stream bits
-    /// (`len | sym << 8 | total << 16`), [`LONG`] where the code goes on, 0 where no code
-    /// starts.
+    /// (`len | sym << 8 | total << 16`), [`LONG`] where the lanes take the scalar rule: where
+    /// the code goes on, where no code starts, and where the delta is wider than
+    /// [`LANE_WINDOW_BITS`]. Every other entry is at most
+    /// `entry::pack(0xFF, 0xFF, LANE_WINDOW_BITS)`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     #[inline]
     pub(crate) fn lane_primary(&self) -> &[u32; 1 << LANE_BITS] {

@@ -44,6 +44,10 @@ pub(super) struct Group {
     /// Whether the block's last key, not coded (format 3), is still to come after the last
     /// segment's coded keys.
     pub(super) implicit: [bool; LANES],
+    /// The lane's `remaining` when its keys were last counted: every key decoded takes one
+    /// from `remaining`, so the keys decoded since are the difference (counted at segment and
+    /// block changes and when the lane retires, not in every step of the loop).
+    pub(super) counted: [u64; LANES],
 }
 
 impl Group {
@@ -66,12 +70,28 @@ impl Group {
             start_segment: [0; LANES],
             last_segment: [0; LANES],
             implicit: [false; LANES],
+            counted: [0; LANES],
         }
     }
 
     #[inline(always)]
     pub(super) fn live(&self) -> bool {
         self.active.0.iter().any(|&a| a != 0)
+    }
+
+    /// Keys lane `i` decoded since they were last counted; counts them.
+    #[inline]
+    pub(super) fn take_decoded(&mut self, i: usize) -> u64 {
+        let n = self.counted[i] - self.remaining.0[i];
+        self.counted[i] = self.remaining.0[i];
+        n
+    }
+
+    /// Set lane `i`'s coded keys left in its segment (its keys counted before).
+    #[inline]
+    pub(super) fn set_remaining(&mut self, i: usize, left: u64) {
+        self.remaining.0[i] = left;
+        self.counted[i] = left;
     }
 
     pub(super) fn idle(&mut self, i: usize) {

@@ -9,8 +9,8 @@ thread_local! {
     pub(crate) static AVX2_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether the CPU runs the AVX-512 variant of the loop: VL and VPOPCNTDQ (with BMI2, which
-/// every such CPU has).
+/// Whether the CPU runs the AVX-512 variant of the loop: VL and VPOPCNTDQ (with BMI2 and MOVBE,
+/// which every such CPU has).
 #[inline]
 pub(crate) fn avx512() -> bool {
     #[cfg(test)]
@@ -20,6 +20,7 @@ pub(crate) fn avx512() -> bool {
     std::is_x86_feature_detected!("avx512vpopcntdq")
         && std::is_x86_feature_detected!("avx512vl")
         && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("movbe")
 }
 
 /// The one step of the loop that differs between instruction sets: which lanes' distances

@@ -33,7 +33,7 @@ use super::Table;
 use super::block::decode_delta_at;
 use super::cursor::Work;
 use crate::codec::Codec;
-use crate::codec::huffman::{LANE_BITS, entry};
+use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, entry};
 use crate::error::{Error, Result};
 use group::{Group, LANES, LaneStart, V};
 use isa::{Avx2, Avx512, Isa, avx512};
@@ -55,7 +55,7 @@ macro_rules! st {
 
 /// Stream bits a window holds whatever the bit offset: a delta of up to this many bits
 /// (code and suffix) decodes from one 8-byte load.
-const WINDOW_BITS: u32 = 57;
+const WINDOW_BITS: u32 = LANE_WINDOW_BITS;
 
 /// The share of deltas that must take the vector path (a first-level code, at most
 /// [`WINDOW_BITS`] bits in all) for the lanes to pay. Each other delta costs a trip through
@@ -127,7 +127,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         unsafe { self.run_with::<Avx2>(plan, k, work, emit) }
     }
 
-    #[target_feature(enable = "avx2,popcnt,bmi2,avx512f,avx512vl,avx512vpopcntdq")]
+    #[target_feature(enable = "avx2,popcnt,bmi2,movbe,avx512f,avx512vl,avx512vpopcntdq")]
     unsafe fn run_avx512(
         &self,
         plan: &[(usize, u64, u64, u64, u64, u32)],
@@ -181,8 +181,11 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             let sym_mask = _mm256_set1_epi64x(entry::SYM_MASK as i64);
             let ones = _mm256_set1_epi64x(-1);
             let msb = _mm256_set1_epi64x(MSB as i64);
-            let long = _mm256_set1_epi64x(entry::LONG as i64);
-            let window_bits = _mm256_set1_epi64x(WINDOW_BITS as i64);
+            // The largest entry the vector path decodes (`DecodeTable::lane_primary`).
+            let short =
+                _mm256_set1_epi64x(
+                    entry::pack(entry::LEN_MASK, entry::SYM_MASK, WINDOW_BITS) as i64
+                );
             let kv = _mm256_set1_epi64x(k as i64);
             let zero = _mm256_setzero_si256();
             loop {
@@ -227,19 +230,16 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                     let l = _mm256_and_si256(e, len_mask);
                     let h =
                         _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
-                    let total = _mm256_srli_epi64::<{ entry::TOTAL_SHIFT }>(e);
                     let prev = ld!(&g.prev);
                     let bit = _mm256_srlv_epi64(msb, h);
-                    // Rare: no code or a long one, a delta wider than the window, a key that would
-                    // not ascend (its first differing bit already set), a delta past the stream.
+                    // Rare: no code, a long one or a delta wider than the window (all LONG in
+                    // the lanes' first level), a key that would not ascend (its first differing
+                    // bit already set), a delta past the segment.
                     let rare = _mm256_or_si256(
-                        _mm256_or_si256(_mm256_cmpeq_epi64(e, zero), _mm256_cmpeq_epi64(e, long)),
+                        _mm256_cmpgt_epi64(e, short),
                         _mm256_or_si256(
-                            _mm256_cmpgt_epi64(total, window_bits),
-                            _mm256_or_si256(
-                                _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
-                                _mm256_cmpgt_epi64(next, ld!(&g.end)),
-                            ),
+                            _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
+                            _mm256_cmpgt_epi64(next, ld!(&g.end)),
                         ),
                     );
                     let rare = _mm256_and_si256(rare, act);
@@ -269,8 +269,6 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                         rare,
                         _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
                     );
-                    work.keys += (_mm256_movemask_pd(_mm256_castsi256_pd(commit)) as u32)
-                        .count_ones() as u64;
                     if _mm256_testz_si256(needs, needs) == 0 {
                         let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
                         let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
@@ -280,7 +278,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                             }
                             if rare & (1 << i) != 0 {
                                 g.pos.0[i] = old;
-                                self.scalar_step(g, i, work)?;
+                                self.scalar_step(g, i)?;
                             }
                             let key = g.prev.0[i];
                             self.settle(g, i, key, k, work, emit)?;
@@ -298,7 +296,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     /// Decode lane `i`'s next key by the scalar rule (committing it), or name the corruption.
     #[cold]
     #[inline(never)]
-    fn scalar_step(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<()> {
+    fn scalar_step(&self, g: &mut Group, i: usize) -> Result<()> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let (pos, end, prev) = (g.pos.0[i], g.end.0[i], g.prev.0[i]);
@@ -307,8 +305,8 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             Some((key, next)) => {
                 g.prev.0[i] = key;
                 g.pos.0[i] = next;
+                // Counted with the lane's other keys (`Group::take_decoded`).
                 g.remaining.0[i] -= 1;
-                work.keys += 1;
                 Ok(())
             }
             None => Err(table.block_fault(b, g.start_segment[i])),
@@ -326,8 +324,8 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         lo: u64,
         work: &mut Work,
     ) -> Result<u64> {
+        work.keys += g.take_decoded(i) + 1;
         work.blocks += 1;
-        work.keys += 1;
         if let Some(j) = segment
             && j > 0
             && let Some(key) = self.enter_segment(g, i, b, j)?
@@ -411,12 +409,12 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
-        work.keys += 1;
+        work.keys += g.take_decoded(i) + 1;
         g.segment[i] = j;
         g.pos.0[i] = start.pos;
         g.end.0[i] = start.end;
         g.prev.0[i] = start.key;
-        g.remaining.0[i] = left as u64;
+        g.set_remaining(i, left as u64);
         Ok(start.key)
     }
 
@@ -458,7 +456,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         g.pos.0[i] = start.pos;
         g.end.0[i] = start.end;
         g.prev.0[i] = start.key;
-        g.remaining.0[i] = start.left as u64;
+        g.set_remaining(i, start.left as u64);
         g.implicit[i] = start.implicit;
         g.active.0[i] = u64::MAX;
         true
@@ -478,6 +476,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let (lo, hi) = (g.lo_x.0[i] ^ MSB, g.hi_x.0[i] ^ MSB);
         loop {
             if key > hi {
+                work.keys += g.take_decoded(i);
                 g.idle(i);
                 return Ok(());
             }
@@ -502,6 +501,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             let table = &self.tables[g.table[i]];
             let b = g.block[i];
             if !table.range_continues(b, hi) {
+                work.keys += g.take_decoded(i);
                 g.idle(i);
                 return Ok(());
             }
