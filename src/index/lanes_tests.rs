@@ -75,6 +75,20 @@ fn isas() -> Vec<bool> {
     }
 }
 
+/// `f` on a pool of one thread, whose loop is the AVX2 one if `avx2_only`.
+fn one_thread<T: Send>(avx2_only: bool, f: impl FnOnce() -> T + Send) -> T {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        AVX2_ONLY.set(avx2_only);
+        let out = f();
+        AVX2_ONLY.set(false);
+        out
+    })
+}
+
 fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index {
     build_segmented(dir, keys, design, block, 0)
 }
@@ -156,6 +170,23 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
                         after.keys_decoded - mid.keys_decoded,
                         scalar_work.keys_decoded
                     );
+                    // `near_many`: one stream of every query's probes through the lanes
+                    // (queries across several chunks), on one thread so that the choice of
+                    // loop holds there.
+                    let many = one_thread(avx2_only, || idx.near_many(&queries, k).unwrap());
+                    let end = idx.counters();
+                    assert_eq!(many.len(), queries.len());
+                    for (i, want) in scalar.iter().enumerate() {
+                        assert_eq!(many.get(i), &want[..], "{name} {design} query {i}");
+                    }
+                    assert_eq!(
+                        end.blocks_decoded - after.blocks_decoded,
+                        scalar_work.blocks_decoded
+                    );
+                    assert_eq!(
+                        end.keys_decoded - after.keys_decoded,
+                        scalar_work.keys_decoded
+                    );
                 }
                 AVX2_ONLY.set(false);
             }
@@ -210,6 +241,34 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
             block[crc_at..].copy_from_slice(&crc.to_le_bytes());
         }
         let mut idx = Index::from_parts(&manifest, tables).unwrap();
+        // `near_many` through the lanes' stream of probes: an error exactly where a query
+        // alone meets one (a batch with a corrupt block, and one without).
+        idx.lanes = true;
+        let queries: Vec<u64> = keys.iter().step_by(3).copied().collect();
+        let (mut failed, mut answered) = (0, 0);
+        for batch in queries.chunks(3) {
+            let alone = batch.iter().any(|&q| idx.near(q, 3).is_err());
+            for avx2_only in isas() {
+                match one_thread(avx2_only, || idx.near_many(batch, 3)) {
+                    Err(crate::Error::Corrupt { .. }) => {
+                        assert!(alone);
+                        failed += 1;
+                    }
+                    Err(e) => panic!("{e}"),
+                    Ok(many) => {
+                        assert!(!alone);
+                        for (i, &q) in batch.iter().enumerate() {
+                            assert_eq!(many.get(i), &idx.near(q, 3).unwrap()[..]);
+                        }
+                        answered += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            failed > 50 && answered > 50,
+            "{failed} batches failed, {answered} answered"
+        );
         let (mut faults, mut same) = (0, 0);
         for &q in keys.iter().step_by(3) {
             idx.lanes = false;

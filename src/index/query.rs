@@ -303,6 +303,10 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         let parts: Vec<(Vec<usize>, Vec<Match>, Work)> = fps
             .par_chunks(CHUNK)
             .map(|qs| {
+                #[cfg(target_arch = "x86_64")]
+                if self.lanes && self.probes_per_query <= MAX_PROBES as u64 {
+                    return self.near_chunk_lanes(qs, k);
+                }
                 let mut lens = Vec::with_capacity(qs.len());
                 let mut all = Vec::new();
                 let mut buf = Vec::new();
@@ -330,6 +334,48 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             out.matches.extend(all);
         }
         Ok(out)
+    }
+
+    /// [`near_many`](Self::near_many)'s chunk of queries `qs` through the vector lanes, as
+    /// one stream of all their probes (`MultiScan::run_many`): each query's match count, the
+    /// matches query after query (each query's sorted and de-duplicated), and the work done.
+    #[cfg(target_arch = "x86_64")]
+    fn near_chunk_lanes(&self, qs: &[u64], k: u32) -> Result<(Vec<usize>, Vec<Match>, Work)> {
+        let mut work = Work::default();
+        let mut hits: Vec<(u32, Match)> = Vec::new();
+        let scan = MultiScan {
+            tables: &self.tables,
+            residency: &self.residency,
+            lanes: self.lanes,
+        };
+        let groups = (self.probes_per_query as usize).div_ceil(4);
+        scan.run_many(
+            qs.len(),
+            |i| QueryProbes {
+                probers: &self.probers,
+                fp: qs[i],
+            },
+            groups,
+            k,
+            &mut work,
+            |q, t, key, d| {
+                hits.push((
+                    q,
+                    Match {
+                        distance: d,
+                        fingerprint: self.probers[t].inverse.apply(key),
+                    },
+                ))
+            },
+        )?;
+        hits.sort_unstable();
+        hits.dedup();
+        let mut lens = vec![0; qs.len()];
+        for &(q, _) in &hits {
+            lens[q as usize] += 1;
+        }
+        self.counters.add(qs.len() as u64, &work);
+        Ok((lens, hits.into_iter().map(|(_, m)| m).collect(), work))
     }
 
     /// What the queries answered so far cost (since the index was opened).

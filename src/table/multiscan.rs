@@ -8,10 +8,13 @@
 //! tables are out of memory ([`Residency`], `crate::os`) — and then every block is opened and
 //! one key of each open probe is decoded in turn. Probes are independent, so their cache
 //! misses overlap and so do their serial decode chains (each key needs the one before it).
-//! Prefetching the next query's directory entries during this one, and decoding the probes
-//! of several queries together (for designs of few tables), were measured and gained nothing
-//! (BENCHMARKS.md). Where the CPU has AVX2 and the tables suit it, the decoding after the
-//! rounds runs four probes per vector register instead (`table::lanes`).
+//! Where the CPU has AVX2 and the tables suit it, the decoding after the rounds runs four
+//! probes per vector register instead (`table::lanes`), and many queries (`near_many`) are
+//! decoded as one stream of probes, a lane that ends a probe taking the next query's
+//! ([`MultiScan::run_many`]): 1.15x faster at 10M keys, where a query's 10 probes left two of
+//! its twelve lanes idle and the others waited for the slowest. Planning the next query's
+//! probes (its prefetches) a whole query ahead, and in the scalar loop decoding several
+//! queries' probes round-robin, were measured and gained nothing (BENCHMARKS.md).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -19,6 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use super::Table;
 use super::cursor::Work;
 use super::cursor::{Cursor, Step};
+
+/// A planned probe: `(table, permuted query, lo, hi, first block, first segment)`.
+pub(crate) type Planned = (usize, u64, u64, u64, u64, u32);
 use crate::error::Result;
 
 /// Most probes decoded together (every design without a probe radius fits one query's).
@@ -110,22 +116,20 @@ pub(crate) fn lanes_supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
 }
 
 impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
-    /// Every key within `k` of its probe's query, over `probes` (at most [`MAX_PROBES`]), as
-    /// `emit(table, key, distance)`; repeats across tables are the caller's to remove.
+    /// Plan `probes` (at most [`MAX_PROBES`]) into `plan`, in the prefetched rounds above: the
+    /// number planned (probes past their table's last block are dropped).
     #[inline(always)]
-    pub(crate) fn run(
+    fn plan(
         &self,
         probes: &impl Probes,
-        k: u32,
         work: &mut Work,
-        mut emit: impl FnMut(usize, u64, u32),
-    ) -> Result<()> {
+        plan: &mut [Planned; MAX_PROBES],
+    ) -> usize {
         let tables = self.tables;
         let cold = self.residency.query_reads_ahead(tables);
         // Every probe `(table, permuted query, lo, hi, first block, first segment)`, its block
         // filled in by the third round, which also drops the probes past their table's last
         // block, and its segment by the fourth.
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
         let mut n = 0;
         probes.each(|p| {
             work.probes += 1;
@@ -158,6 +162,22 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         for p in &mut plan[..planned] {
             p.5 = tables[p.0].prefetch_segment(p.4, p.2);
         }
+        planned
+    }
+
+    /// Every key within `k` of its probe's query, over `probes` (at most [`MAX_PROBES`]), as
+    /// `emit(table, key, distance)`; repeats across tables are the caller's to remove.
+    #[inline(always)]
+    pub(crate) fn run(
+        &self,
+        probes: &impl Probes,
+        k: u32,
+        work: &mut Work,
+        mut emit: impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        let tables = self.tables;
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
+        let planned = self.plan(probes, work, &mut plan);
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
             let lanes = super::lanes::Lanes { tables };
@@ -196,5 +216,44 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             }
         }
         Ok(())
+    }
+
+    /// [`run`](Self::run) for `n` queries, the probes of query `i` from `probes_of(i)`, as
+    /// `emit(query, table, key, distance)`, with the vector lanes (the caller checked
+    /// `self.lanes`). The lanes decode one stream of all the queries' probes: a lane that ends
+    /// a probe takes the next, the next query's if this one's have all started, so that no lane
+    /// idles while the slowest probe of a query ends (at 1M keys a query's four probes decode
+    /// 20 to 35 keys each, and the group waited for the longest). Each query is planned
+    /// (its rounds of prefetches) when its first probe is needed.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn run_many<P: Probes>(
+        &self,
+        n: usize,
+        probes_of: impl Fn(usize) -> P,
+        groups: usize,
+        k: u32,
+        work: &mut Work,
+        mut emit: impl FnMut(u32, usize, u64, u32),
+    ) -> Result<()> {
+        debug_assert!(self.lanes);
+        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
+        let (mut len, mut at, mut query) = (0, 0, 0);
+        let mut next = |work: &mut Work| -> Result<Option<(u32, Planned)>> {
+            while at == len {
+                if query == n {
+                    return Ok(None);
+                }
+                len = self.plan(&probes_of(query), work, &mut plan);
+                at = 0;
+                query += 1;
+            }
+            at += 1;
+            Ok(Some(((query - 1) as u32, plan[at - 1])))
+        };
+        let lanes = super::lanes::Lanes {
+            tables: self.tables,
+        };
+        // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
+        unsafe { lanes.run_stream(groups, k, work, &mut next, &mut emit) }
     }
 }

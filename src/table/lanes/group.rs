@@ -48,6 +48,8 @@ pub(super) struct Group {
     /// from `remaining`, so the keys decoded since are the difference (counted at segment and
     /// block changes and when the lane retires, not in every step of the loop).
     pub(super) counted: [u64; LANES],
+    /// The tag of the lane's probe (its query, in a stream of many queries' probes).
+    pub(super) tag: [u32; LANES],
 }
 
 impl Group {
@@ -71,6 +73,7 @@ impl Group {
             last_segment: [0; LANES],
             implicit: [false; LANES],
             counted: [0; LANES],
+            tag: [0; LANES],
         }
     }
 

@@ -32,6 +32,7 @@ pub(crate) mod isa;
 use super::Table;
 use super::block::decode_delta_at;
 use super::cursor::Work;
+use super::multiscan::Planned;
 use crate::codec::Codec;
 use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, entry};
 use crate::error::{Error, Result};
@@ -102,55 +103,87 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     /// The CPU must support AVX2 and POPCNT ([`supported`]).
     pub(crate) unsafe fn run(
         &self,
-        plan: &[(usize, u64, u64, u64, u64, u32)],
+        plan: &[Planned],
         k: u32,
         work: &mut Work,
         emit: &mut impl FnMut(usize, u64, u32),
     ) -> Result<()> {
+        let mut probes = plan.iter();
+        let mut next = |_: &mut Work| Ok(probes.next().map(|&p| (0, p)));
+        // SAFETY: the caller's.
+        unsafe {
+            self.run_stream(
+                plan.len().div_ceil(LANES),
+                k,
+                work,
+                &mut next,
+                &mut |_, t, key, d| emit(t, key, d),
+            )
+        }
+    }
+
+    /// [`run`](Self::run) over a stream of planned probes, each tagged (with its query):
+    /// `next` gives the next one, or `None` at the end, and a lane that finishes a probe takes
+    /// the next at once, so no lane idles while probes are left. `emit(tag, table, key,
+    /// distance)`. `groups` groups of four lanes decode together.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and POPCNT ([`supported`]).
+    pub(crate) unsafe fn run_stream(
+        &self,
+        groups: usize,
+        k: u32,
+        work: &mut Work,
+        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) -> Result<()> {
         if avx512() {
             // SAFETY: checked just above, and AVX2 and POPCNT by the caller.
-            return unsafe { self.run_avx512(plan, k, work, emit) };
+            return unsafe { self.run_avx512(groups, k, work, next, emit) };
         }
         // SAFETY: the caller checked AVX2 and POPCNT.
-        unsafe { self.run_avx2(plan, k, work, emit) }
+        unsafe { self.run_avx2(groups, k, work, next, emit) }
     }
 
     #[target_feature(enable = "avx2,popcnt")]
     unsafe fn run_avx2(
         &self,
-        plan: &[(usize, u64, u64, u64, u64, u32)],
+        groups: usize,
         k: u32,
         work: &mut Work,
-        emit: &mut impl FnMut(usize, u64, u32),
+        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
-        unsafe { self.run_with::<Avx2>(plan, k, work, emit) }
+        unsafe { self.run_with::<Avx2>(groups, k, work, next, emit) }
     }
 
     #[target_feature(enable = "avx2,popcnt,bmi2,movbe,avx512f,avx512vl,avx512vpopcntdq")]
     unsafe fn run_avx512(
         &self,
-        plan: &[(usize, u64, u64, u64, u64, u32)],
+        groups: usize,
         k: u32,
         work: &mut Work,
-        emit: &mut impl FnMut(usize, u64, u32),
+        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
-        unsafe { self.run_with::<Avx512>(plan, k, work, emit) }
+        unsafe { self.run_with::<Avx512>(groups, k, work, next, emit) }
     }
 
-    /// The loop of [`run`](Self::run), inlined into a function compiled for the features `I`
-    /// needs.
+    /// The loop of [`run_stream`](Self::run_stream), inlined into a function compiled for the
+    /// features `I` needs.
     ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT, and what `I` needs.
     #[inline(always)]
     unsafe fn run_with<I: Isa>(
         &self,
-        plan: &[(usize, u64, u64, u64, u64, u32)],
+        n: usize,
         k: u32,
         work: &mut Work,
-        emit: &mut impl FnMut(usize, u64, u32),
+        next_probe: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // The groups are kept per thread between queries (taken out, so that no closure
         // without this function's AVX2 runs the loop); after an error the next query starts a
@@ -159,19 +192,12 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         // Every lane of a kept group is idle: a query that returns Ok ends with every lane
         // idle. Only groups a larger plan needs are built (copying 448 bytes a group was 3% of
         // a query at 1M keys).
-        let n = plan.len().div_ceil(LANES);
         groups.truncate(n);
         groups.resize(n, Group::new());
-        for (i, &(t, q, lo, hi, b, j)) in plan.iter().enumerate() {
-            let g = &mut groups[i / LANES];
-            let l = i % LANES;
-            g.table[l] = t;
-            g.q.0[l] = q;
-            g.lo_x.0[l] = lo ^ MSB;
-            g.hi_x.0[l] = hi ^ MSB;
-            g.primary.0[l] = self.tables[t].decode_table().lane_primary().as_ptr() as u64;
-            let first = self.load_block(g, l, b, Some(j), lo, work)?;
-            self.settle(g, l, first, k, work, emit)?;
+        for g in groups.iter_mut() {
+            for l in 0..LANES {
+                self.start(g, l, k, work, next_probe, emit)?;
+            }
         }
         // SAFETY: the intrinsics need AVX2 (and `I`'s features), enabled on the function this
         // one is inlined into, whose caller checked the CPU; the loads are safe where each
@@ -282,6 +308,9 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                             }
                             let key = g.prev.0[i];
                             self.settle(g, i, key, k, work, emit)?;
+                            if g.active.0[i] == 0 {
+                                self.start(g, i, k, work, next_probe, emit)?;
+                            }
                         }
                     }
                 }
@@ -291,6 +320,33 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 }
             }
         }
+    }
+
+    /// Start idle lane `l` on the next planned probe, and on the one after while a probe ends
+    /// at its first key; the lane stays idle once the probes run out.
+    fn start(
+        &self,
+        g: &mut Group,
+        l: usize,
+        k: u32,
+        work: &mut Work,
+        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) -> Result<()> {
+        while let Some((tag, (t, q, lo, hi, b, j))) = next(work)? {
+            g.tag[l] = tag;
+            g.table[l] = t;
+            g.q.0[l] = q;
+            g.lo_x.0[l] = lo ^ MSB;
+            g.hi_x.0[l] = hi ^ MSB;
+            g.primary.0[l] = self.tables[t].decode_table().lane_primary().as_ptr() as u64;
+            let first = self.load_block(g, l, b, Some(j), lo, work)?;
+            self.settle(g, l, first, k, work, emit)?;
+            if g.active.0[l] != 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Decode lane `i`'s next key by the scalar rule (committing it), or name the corruption.
@@ -471,7 +527,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         mut key: u64,
         k: u32,
         work: &mut Work,
-        emit: &mut impl FnMut(usize, u64, u32),
+        emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         let (lo, hi) = (g.lo_x.0[i] ^ MSB, g.hi_x.0[i] ^ MSB);
         loop {
@@ -484,7 +540,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 let d = (key ^ g.q.0[i]).count_ones();
                 if d <= k {
                     work.candidates += 1;
-                    emit(g.table[i], key, d);
+                    emit(g.tag[i], g.table[i], key, d);
                 }
             }
             if g.remaining.0[i] > 0 {
