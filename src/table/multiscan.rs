@@ -223,7 +223,8 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     /// `self.lanes`). The lanes decode one stream of all the queries' probes: a lane that ends
     /// a probe takes the next, the next query's if this one's have all started, so that no lane
     /// idles while the slowest probe of a query ends (at 1M keys a query's four probes decode
-    /// 20 to 35 keys each, and the group waited for the longest). Each query is planned
+    /// 27 keys each on average, each from its segment's start, so up to 20 more or fewer, and
+    /// the group waited for the longest). Each query is planned
     /// (its rounds of prefetches) when its first probe is needed.
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn run_many<P: Probes>(
