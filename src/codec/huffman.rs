@@ -260,7 +260,8 @@ pub struct DecodeTable {
     /// its continuations share in `entries`, or [`LONG`] if they differ. A fixed-size array, so
     /// that indexing it by a byte needs no bounds check.
     primary: Box<[u32; 1 << PRIMARY_BITS]>,
-    /// The same for the next [`LANE_BITS`] stream bits.
+    /// The vectorized decoder's first level, over the next [`LANE_BITS`] stream bits
+    /// ([`lane_primary`](Self::lane_primary)).
     lane_primary: Box<[u32; 1 << LANE_BITS]>,
     /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
     /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
@@ -351,8 +352,9 @@ impl DecodeTable {
     }
 
     /// The share of stream positions (random bits, so each code weighs 2^-length, about its
-    /// symbol's frequency) whose code the lanes' first level decodes and whose whole delta takes at
-    /// most `bits` bits: how often a decoder that handles only those stays on its fast path.
+    /// symbol's frequency) whose code the lanes' first level decodes and whose whole delta
+    /// takes at most `bits` bits: how often a decoder that handles only those stays on its fast
+    /// path.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     pub(crate) fn short_share(&self, bits: u32) -> f64 {
         let fast = self

@@ -75,6 +75,14 @@ fn isas() -> Vec<bool> {
     }
 }
 
+/// Blocks and keys decoded between two readings of an index's counters.
+fn decoded(before: crate::index::QueryCounters, after: crate::index::QueryCounters) -> (u64, u64) {
+    (
+        after.blocks_decoded - before.blocks_decoded,
+        after.keys_decoded - before.keys_decoded,
+    )
+}
+
 /// `f` on a pool of one thread, whose loop is the AVX2 one if `avx2_only`.
 fn one_thread<T: Send>(avx2_only: bool, f: impl FnOnce() -> T + Send) -> T {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -144,14 +152,7 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
                 let before = idx.counters();
                 idx.lanes = false;
                 let scalar: Vec<_> = queries.iter().map(|&q| idx.near(q, k).unwrap()).collect();
-                let scalar_work = {
-                    let (mid, before) = (idx.counters(), before);
-                    crate::index::QueryCounters {
-                        blocks_decoded: mid.blocks_decoded - before.blocks_decoded,
-                        keys_decoded: mid.keys_decoded - before.keys_decoded,
-                        ..mid
-                    }
-                };
+                let scalar_work = decoded(before, idx.counters());
                 idx.lanes = true;
                 for avx2_only in isas() {
                     AVX2_ONLY.set(avx2_only);
@@ -162,14 +163,7 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
                     }
                     let after = idx.counters();
                     // The same decode work: every block and key the scalar loop decodes.
-                    assert_eq!(
-                        after.blocks_decoded - mid.blocks_decoded,
-                        scalar_work.blocks_decoded
-                    );
-                    assert_eq!(
-                        after.keys_decoded - mid.keys_decoded,
-                        scalar_work.keys_decoded
-                    );
+                    assert_eq!(decoded(mid, after), scalar_work, "{name} {design}");
                     // `near_many`: one stream of every query's probes through the lanes
                     // (queries across several chunks), on one thread so that the choice of
                     // loop holds there.
@@ -179,14 +173,7 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
                     for (i, want) in scalar.iter().enumerate() {
                         assert_eq!(many.get(i), &want[..], "{name} {design} query {i}");
                     }
-                    assert_eq!(
-                        end.blocks_decoded - after.blocks_decoded,
-                        scalar_work.blocks_decoded
-                    );
-                    assert_eq!(
-                        end.keys_decoded - after.keys_decoded,
-                        scalar_work.keys_decoded
-                    );
+                    assert_eq!(decoded(after, end), scalar_work, "{name} {design}");
                 }
                 AVX2_ONLY.set(false);
             }

@@ -97,6 +97,14 @@ impl Group {
         self.counted[i] = left;
     }
 
+    /// Retire lane `i` (its probe ended): idle, its keys counted; the keys not yet counted.
+    #[inline]
+    pub(super) fn retire(&mut self, i: usize) -> u64 {
+        let n = self.take_decoded(i);
+        self.idle(i);
+        n
+    }
+
     pub(super) fn idle(&mut self, i: usize) {
         self.active.0[i] = 0;
         self.base.0[i] = IDLE.as_ptr() as u64;

@@ -222,12 +222,12 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                     }
                     any = true;
                     let act = ld!(&g.active);
-                    // Each lane's stream word (big-endian, shifted to its bit) and first-level code
-                    // entry (`huffman::entry`: length, symbol, total bits; or LONG, or 0), by scalar loads: four
-                    // short chains (two AVX2 gathers instead made a query 1.3x slower on an EPYC).
-                    // The position moves on here, in scalar code, so that the next step's loads
-                    // wait for a scalar store, not for a vector one; a rare lane gets its old
-                    // position back below.
+                    // Each lane's stream word (big-endian, shifted to its bit) and first-level
+                    // code entry (`huffman::entry`: length, symbol, total bits; or LONG), by
+                    // scalar loads: four short chains (two AVX2 gathers instead made a query
+                    // 1.3x slower on an EPYC). The position moves on here, in scalar code, so
+                    // that the next step's loads wait for a scalar store, not for a vector one;
+                    // a rare lane gets its old position back below.
                     let mut wl = [0u64; LANES];
                     let mut el = [0u64; LANES];
                     let mut old = [0u64; LANES];
@@ -235,10 +235,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                     for i in 0..LANES {
                         let p = g.pos.0[i];
                         let at = (g.base.0[i] + (p >> 3)) as *const u64;
-                        // (Safe:) a live lane's position is at most its stream's end, and a block's
-                        // stream is followed by at least 12 bytes of the table (crc, then the next
-                        // block or the footer): 8 bytes at any byte up to the end are mapped. An idle
-                        // lane reads `IDLE`.
+                        // (Safe:) a live lane's position is at most its stream's end, and a
+                        // block's stream is followed by at least 12 bytes of the table (crc,
+                        // then the next block or the footer): 8 bytes at any byte up to the end
+                        // are mapped. An idle lane reads `IDLE`.
                         let w = u64::from_be(at.read_unaligned()) << (p & 7);
                         // (Safe:) every lane's first level has 2^LANE_BITS entries; the index is
                         // the word's top LANE_BITS bits.
@@ -340,7 +340,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             g.lo_x.0[l] = lo ^ MSB;
             g.hi_x.0[l] = hi ^ MSB;
             g.primary.0[l] = self.tables[t].decode_table().lane_primary().as_ptr() as u64;
-            let first = self.load_block(g, l, b, Some(j), lo, work)?;
+            let first = self.load_block(g, l, b, j, work)?;
             self.settle(g, l, first, k, work, emit)?;
             if g.active.0[l] != 0 {
                 break;
@@ -369,30 +369,18 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         }
     }
 
-    /// Open block `b` in lane `i` at segment `segment`, or (`None`) at its last segment that
-    /// can hold a key `>= lo` first: that segment's first key becomes the lane's last key.
-    fn load_block(
-        &self,
-        g: &mut Group,
-        i: usize,
-        b: u64,
-        segment: Option<u32>,
-        lo: u64,
-        work: &mut Work,
-    ) -> Result<u64> {
+    /// Open block `b` in lane `i` at segment `j`: that segment's first key becomes the lane's
+    /// last key.
+    fn load_block(&self, g: &mut Group, i: usize, b: u64, j: u32, work: &mut Work) -> Result<u64> {
         work.keys += g.take_decoded(i) + 1;
         work.blocks += 1;
-        if let Some(j) = segment
-            && j > 0
+        if j > 0
             && let Some(key) = self.enter_segment(g, i, b, j)?
         {
             return Ok(key);
         }
         let table = &self.tables[g.table[i]];
-        let mut dec = match segment {
-            Some(j) => table.block_at_segment(b, j)?,
-            None => table.block_at(b, lo)?,
-        };
+        let mut dec = table.block_at_segment(b, j)?;
         let (segment, _) = dec.segment_state();
         let Some(key) = dec.next_key() else {
             return Err(table.block_fault(b, segment));
@@ -532,8 +520,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let (lo, hi) = (g.lo_x.0[i] ^ MSB, g.hi_x.0[i] ^ MSB);
         loop {
             if key > hi {
-                work.keys += g.take_decoded(i);
-                g.idle(i);
+                work.keys += g.retire(i);
                 return Ok(());
             }
             if key >= lo {
@@ -557,11 +544,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             let table = &self.tables[g.table[i]];
             let b = g.block[i];
             if !table.range_continues(b, hi) {
-                work.keys += g.take_decoded(i);
-                g.idle(i);
+                work.keys += g.retire(i);
                 return Ok(());
             }
-            key = self.load_block(g, i, b + 1, Some(0), lo, work)?;
+            key = self.load_block(g, i, b + 1, 0, work)?;
         }
     }
 }
