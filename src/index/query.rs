@@ -368,20 +368,61 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 ))
             },
         )?;
-        hits.sort_unstable();
-        hits.dedup();
-        let mut lens = vec![0; qs.len()];
-        for &(q, _) in &hits {
-            lens[q as usize] += 1;
-        }
+        let (lens, matches) = group_by_query(qs.len(), &hits);
         self.counters.add(qs.len() as u64, &work);
-        Ok((lens, hits.into_iter().map(|(_, m)| m).collect(), work))
+        Ok((lens, matches, work))
     }
 
     /// What the queries answered so far cost (since the index was opened).
     pub fn counters(&self) -> QueryCounters {
         self.counters.read()
     }
+}
+
+/// The matches of `hits` (tagged with their query, `0..n`) grouped by query, each query's
+/// sorted and de-duplicated (a key found by two tables is one match), with each query's count.
+/// A counting sort by query, then a sort of each query's few: sorting a chunk's hundreds of
+/// tagged matches whole cost 1.1k instructions a query at 10M keys (6% of a query).
+fn group_by_query(n: usize, hits: &[(u32, Match)]) -> (Vec<usize>, Vec<Match>) {
+    let mut lens = vec![0usize; n];
+    for &(q, _) in hits {
+        lens[q as usize] += 1;
+    }
+    let mut at = Vec::with_capacity(n);
+    let mut sum = 0;
+    for &len in &lens {
+        at.push(sum);
+        sum += len;
+    }
+    let mut out = vec![
+        Match {
+            distance: 0,
+            fingerprint: 0,
+        };
+        hits.len()
+    ];
+    for &(q, m) in hits {
+        out[at[q as usize]] = m;
+        at[q as usize] += 1;
+    }
+    let (mut from, mut to) = (0, 0);
+    for len in lens.iter_mut() {
+        let one = &mut out[from..from + *len];
+        one.sort_unstable();
+        let mut kept = 0;
+        for i in 0..one.len() {
+            if i == 0 || one[i] != one[i - 1] {
+                one[kept] = one[i];
+                kept += 1;
+            }
+        }
+        out.copy_within(from..from + kept, to);
+        from += *len;
+        to += kept;
+        *len = kept;
+    }
+    out.truncate(to);
+    (lens, out)
 }
 
 #[cfg(test)]

@@ -533,6 +533,11 @@ impl<'a> BlockDecoder<'a> {
         self.segments.implicit_last()
     }
 
+    /// The block's segment shape, for a decoder that takes over and enters later segments.
+    pub(crate) fn shape(&self) -> super::segment::Shape {
+        self.segments.shape()
+    }
+
     /// The block's last segment (0 for an unsegmented block).
     pub(crate) fn last_segment(&self) -> u32 {
         self.segments.len()

@@ -23,9 +23,93 @@ use super::Table;
 use super::cursor::Work;
 use super::cursor::{Cursor, Step};
 
-/// A planned probe: `(table, permuted query, lo, hi, first block, first segment)`.
-pub(crate) type Planned = (usize, u64, u64, u64, u64, u32);
+use super::segment::Shape;
 use crate::error::Result;
+
+/// A planned probe: the keys of table `table` in `lo..=hi`, compared with the permuted
+/// query `query`, decoded from segment `segment` of block `block` on; `shape` is that block's
+/// segment layout, parsed while planning (`None` for unsegmented tables and heads the block
+/// decoder must name).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Planned {
+    pub(crate) table: usize,
+    pub(crate) query: u64,
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+    pub(crate) block: u64,
+    pub(crate) segment: u32,
+    pub(crate) shape: Option<Shape>,
+}
+
+/// A stream of planned probes, each tagged (with its query), read in place: the lanes take
+/// one at a time where a lane is free. (Handing each probe out by value, tag and all, cost
+/// about 30 instructions of copying a probe.)
+pub(crate) trait ProbeStream {
+    /// Move to the next probe: its tag, or `None` at the end.
+    fn advance(&mut self, work: &mut Work) -> Result<Option<u32>>;
+    /// The probe [`advance`](Self::advance) moved to.
+    fn current(&self) -> &Planned;
+}
+
+/// One query's planned probes, tag 0.
+pub(crate) struct PlannedProbes<'p> {
+    pub(crate) plan: &'p [Planned],
+    pub(crate) at: usize,
+}
+
+impl ProbeStream for PlannedProbes<'_> {
+    #[inline]
+    fn advance(&mut self, _: &mut Work) -> Result<Option<u32>> {
+        if self.at < self.plan.len() {
+            self.at += 1;
+            Ok(Some(0))
+        } else {
+            Ok(None)
+        }
+    }
+
+    #[inline]
+    fn current(&self) -> &Planned {
+        &self.plan[self.at - 1]
+    }
+}
+
+/// Many queries' probes, each query planned when its first probe is taken.
+struct ManyQueries<'s, 'a, D, P, F> {
+    scan: &'s MultiScan<'a, D>,
+    probes_of: F,
+    n: usize,
+    plan: [Planned; MAX_PROBES],
+    len: usize,
+    at: usize,
+    query: usize,
+    _probes: std::marker::PhantomData<P>,
+}
+
+impl<D: AsRef<[u8]> + Sync, P: Probes, F: Fn(usize) -> P> ProbeStream
+    for ManyQueries<'_, '_, D, P, F>
+{
+    #[inline]
+    fn advance(&mut self, work: &mut Work) -> Result<Option<u32>> {
+        while self.at == self.len {
+            if self.query == self.n {
+                return Ok(None);
+            }
+            self.len = self
+                .scan
+                .plan(&(self.probes_of)(self.query), work, &mut self.plan);
+            self.at = 0;
+            self.query += 1;
+        }
+        self.at += 1;
+        Ok(Some((self.query - 1) as u32))
+    }
+
+    #[inline]
+    fn current(&self) -> &Planned {
+        &self.plan[self.at - 1]
+    }
+}
 
 /// Most probes decoded together (every design without a probe radius fits one query's).
 pub(crate) const MAX_PROBES: usize = 64;
@@ -134,33 +218,39 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         probes.each(|p| {
             work.probes += 1;
             tables[p.table].prefetch_directory(p.lo);
-            plan[n] = (p.table, p.query, p.lo, p.hi, 0, 0);
+            plan[n] = Planned {
+                table: p.table,
+                query: p.query,
+                lo: p.lo,
+                hi: p.hi,
+                ..Planned::default()
+            };
             n += 1;
         });
-        for &(t, _, lo, _, _, _) in &plan[..n] {
-            tables[t].prefetch_slice(lo);
+        for p in &plan[..n] {
+            tables[p.table].prefetch_slice(p.lo);
         }
         let mut planned = 0;
         for j in 0..n {
-            let (t, q, lo, hi, _, _) = plan[j];
-            let table = &tables[t];
-            let b = table.find_block(lo) as u64;
+            let p = plan[j];
+            let table = &tables[p.table];
+            let b = table.find_block(p.lo) as u64;
             if b < table.block_count() {
-                let blocks = table.range_blocks(b, hi);
+                let blocks = table.range_blocks(b, p.hi);
                 if cold {
                     table.will_need_blocks(blocks.clone());
                 }
                 for i in blocks {
                     table.prefetch_block(i);
                 }
-                plan[planned] = (t, q, lo, hi, b, 0);
+                plan[planned] = Planned { block: b, ..p };
                 planned += 1;
             }
         }
         // Large blocks: where each probe starts decoding, once the blocks' skip entries
         // (their first lines, prefetched above, all probes' misses overlapping) have arrived.
         for p in &mut plan[..planned] {
-            p.5 = tables[p.0].prefetch_segment(p.4, p.2);
+            (p.segment, p.shape) = tables[p.table].prefetch_segment(p.block, p.lo);
         }
         planned
     }
@@ -176,7 +266,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         mut emit: impl FnMut(usize, u64, u32),
     ) -> Result<()> {
         let tables = self.tables;
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
+        let mut plan = [Planned::default(); MAX_PROBES];
         let planned = self.plan(probes, work, &mut plan);
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
@@ -185,9 +275,9 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             return unsafe { lanes.run(&plan[..planned], k, work, &mut emit) };
         }
         let mut live = Vec::with_capacity(planned);
-        for &(t, q, lo, hi, b, _) in &plan[..planned] {
-            let cursor = Cursor::open(&tables[t], b, lo, hi, &mut work.blocks)?;
-            live.push((cursor, q, t));
+        for p in &plan[..planned] {
+            let cursor = Cursor::open(&tables[p.table], p.block, p.lo, p.hi, &mut work.blocks)?;
+            live.push((cursor, p.query, p.table));
         }
         let mut j = 0;
         while !live.is_empty() {
@@ -237,24 +327,20 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         mut emit: impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         debug_assert!(self.lanes);
-        let mut plan = [(0usize, 0u64, 0u64, 0u64, 0u64, 0u32); MAX_PROBES];
-        let (mut len, mut at, mut query) = (0, 0, 0);
-        let mut next = |work: &mut Work| -> Result<Option<(u32, Planned)>> {
-            while at == len {
-                if query == n {
-                    return Ok(None);
-                }
-                len = self.plan(&probes_of(query), work, &mut plan);
-                at = 0;
-                query += 1;
-            }
-            at += 1;
-            Ok(Some(((query - 1) as u32, plan[at - 1])))
+        let mut stream = ManyQueries {
+            scan: self,
+            probes_of,
+            n,
+            plan: [Planned::default(); MAX_PROBES],
+            len: 0,
+            at: 0,
+            query: 0,
+            _probes: std::marker::PhantomData,
         };
         let lanes = super::lanes::Lanes {
             tables: self.tables,
         };
         // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
-        unsafe { lanes.run_stream(groups, k, work, &mut next, &mut emit) }
+        unsafe { lanes.run_stream(groups, k, work, &mut stream, &mut emit) }
     }
 }

@@ -17,7 +17,7 @@ use crate::permutation::Permutation;
 use crate::table::block::{self, BlockDecoder};
 use crate::table::directory::Directory;
 use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_crc};
-use crate::table::segment::Segments;
+use crate::table::segment::{Segments, Shape};
 
 /// An open table over bytes `D`.
 #[derive(Debug)]
@@ -391,14 +391,16 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
     /// range) has brought its skip entries: the segment where a scan of `lo` starts decoding
     /// ([`Segments::find`]), its first lines prefetched (a large block's first lines do not
-    /// hold them). 0 for an unsegmented table. A hint: a wrong segment only costs decode work.
+    /// hold them), and the block's segment shape for the decode to [`bind`](Shape::bind)
+    /// (`None` where its head is not one: the block decoder names that). Segment 0 for an
+    /// unsegmented table. A hint: a wrong segment only costs decode work.
     #[inline]
-    pub(crate) fn prefetch_segment(&self, i: u64, lo: u64) -> u32 {
+    pub(crate) fn prefetch_segment(&self, i: u64, lo: u64) -> (u32, Option<Shape>) {
         if self.header.segment_keys == 0 {
-            return 0;
+            return (0, None);
         }
         let Some((segs, stream)) = self.segments(i) else {
-            return 0;
+            return (0, None);
         };
         let j = segs.find(lo);
         let bit = if j == 0 { 0 } else { segs.offset(j) };
@@ -408,7 +410,7 @@ impl<D: AsRef<[u8]>> Table<D> {
                 prefetch_read(p.as_ptr());
             }
         }
-        j
+        (j, Some(segs.shape()))
     }
 
     /// The segment layout of block `i` (in range) and its coded stream, `None` if its count
@@ -419,6 +421,13 @@ impl<D: AsRef<[u8]>> Table<D> {
         let l = self.layout(i);
         let (segs, at) = Segments::of_block(bytes, l.head, l.segment_keys, l.last)?;
         Some((segs, &bytes[at..bytes.len() - block::BLOCK_TRAILER_LEN]))
+    }
+
+    /// [`segments`](Self::segments) of block `i` (in range) from the shape a parse of it
+    /// gave before, without parsing its head again.
+    #[inline(always)]
+    pub(crate) fn segments_of(&self, i: u64, shape: Shape) -> (Segments<'_>, &[u8]) {
+        shape.bind(self.block_bytes(i))
     }
 
     /// The blocks a range `lo..=hi` whose first block is `i` (from [`find_block`](Self::find_block)

@@ -2,6 +2,7 @@
 //! 32-byte field per quantity, a lane each.
 
 use crate::codec::huffman::LANE_BITS;
+use crate::table::segment::Shape;
 
 /// Lanes of one register.
 pub(super) const LANES: usize = 4;
@@ -50,6 +51,8 @@ pub(super) struct Group {
     pub(super) counted: [u64; LANES],
     /// The tag of the lane's probe (its query, in a stream of many queries' probes).
     pub(super) tag: [u32; LANES],
+    /// The segment shape of the lane's block, for its segment changes.
+    pub(super) shape: [Shape; LANES],
 }
 
 impl Group {
@@ -74,6 +77,7 @@ impl Group {
             implicit: [false; LANES],
             counted: [0; LANES],
             tag: [0; LANES],
+            shape: [Shape::default(); LANES],
         }
     }
 
@@ -124,4 +128,5 @@ pub(super) struct LaneStart<'a> {
     pub(super) key: u64,
     pub(super) left: u32,
     pub(super) implicit: bool,
+    pub(super) shape: Shape,
 }

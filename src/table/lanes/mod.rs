@@ -32,7 +32,8 @@ pub(crate) mod isa;
 use super::Table;
 use super::block::decode_delta_at;
 use super::cursor::Work;
-use super::multiscan::Planned;
+use super::multiscan::{Planned, PlannedProbes, ProbeStream};
+use super::segment::Shape;
 use crate::codec::Codec;
 use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, entry};
 use crate::error::{Error, Result};
@@ -108,8 +109,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         work: &mut Work,
         emit: &mut impl FnMut(usize, u64, u32),
     ) -> Result<()> {
-        let mut probes = plan.iter();
-        let mut next = |_: &mut Work| Ok(probes.next().map(|&p| (0, p)));
+        let mut next = PlannedProbes { plan, at: 0 };
         // SAFETY: the caller's.
         unsafe {
             self.run_stream(
@@ -134,7 +134,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         groups: usize,
         k: u32,
         work: &mut Work,
-        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         if avx512() {
@@ -151,7 +151,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         groups: usize,
         k: u32,
         work: &mut Work,
-        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
@@ -164,7 +164,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         groups: usize,
         k: u32,
         work: &mut Work,
-        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
@@ -182,7 +182,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         n: usize,
         k: u32,
         work: &mut Work,
-        next_probe: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        next_probe: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // The groups are kept per thread between queries (taken out, so that no closure
@@ -330,17 +330,18 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         l: usize,
         k: u32,
         work: &mut Work,
-        next: &mut impl FnMut(&mut Work) -> Result<Option<(u32, Planned)>>,
+        next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
-        while let Some((tag, (t, q, lo, hi, b, j))) = next(work)? {
+        while let Some(tag) = next.advance(work)? {
+            let p = next.current();
             g.tag[l] = tag;
-            g.table[l] = t;
-            g.q.0[l] = q;
-            g.lo_x.0[l] = lo ^ MSB;
-            g.hi_x.0[l] = hi ^ MSB;
-            g.primary.0[l] = self.tables[t].decode_table().lane_primary().as_ptr() as u64;
-            let first = self.load_block(g, l, b, j, work)?;
+            g.table[l] = p.table;
+            g.q.0[l] = p.query;
+            g.lo_x.0[l] = p.lo ^ MSB;
+            g.hi_x.0[l] = p.hi ^ MSB;
+            g.primary.0[l] = self.tables[p.table].decode_table().lane_primary().as_ptr() as u64;
+            let first = self.load_block(g, l, p.block, p.segment, p.shape, work)?;
             self.settle(g, l, first, k, work, emit)?;
             if g.active.0[l] != 0 {
                 break;
@@ -369,13 +370,22 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         }
     }
 
-    /// Open block `b` in lane `i` at segment `j`: that segment's first key becomes the lane's
-    /// last key.
-    fn load_block(&self, g: &mut Group, i: usize, b: u64, j: u32, work: &mut Work) -> Result<u64> {
+    /// Open block `b` in lane `i` at segment `j` (with the block's segment shape, where its
+    /// plan parsed it): that segment's first key becomes the lane's last key.
+    fn load_block(
+        &self,
+        g: &mut Group,
+        i: usize,
+        b: u64,
+        j: u32,
+        shape: Option<Shape>,
+        work: &mut Work,
+    ) -> Result<u64> {
         work.keys += g.take_decoded(i) + 1;
         work.blocks += 1;
         if j > 0
-            && let Some(key) = self.enter_segment(g, i, b, j)?
+            && let Some(shape) = shape
+            && let Some(key) = self.enter_segment(g, i, b, j, shape)?
         {
             return Ok(key);
         }
@@ -395,6 +405,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             key,
             left,
             implicit: dec.implicit_last(),
+            shape: dec.shape(),
         };
         if !self.take_over(g, i, b, start) {
             let data = table.bytes();
@@ -409,16 +420,22 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     }
 
     /// Open block `b` in lane `i` at segment `j` (1..) straight from its skip entry, without
-    /// building a block decoder (at 1M keys that made queries 1.1x faster): the segment's first
-    /// key, or `None` where the block decoder must name what is wrong (a count or entry that
-    /// cannot be right). The block's crc is checked first, as the decoder would.
+    /// building a block decoder (at 1M keys that made queries 1.1x faster) or parsing its head
+    /// again (`shape`, from the plan): the segment's first key, or `None` where the block
+    /// decoder must name what is wrong (a count or entry that cannot be right). The block's
+    /// crc is checked first, as the decoder would.
     #[inline]
-    fn enter_segment(&self, g: &mut Group, i: usize, b: u64, j: u32) -> Result<Option<u64>> {
+    fn enter_segment(
+        &self,
+        g: &mut Group,
+        i: usize,
+        b: u64,
+        j: u32,
+        shape: Shape,
+    ) -> Result<Option<u64>> {
         let table = &self.tables[g.table[i]];
         table.check_block_crc(b)?;
-        let Some((segs, stream)) = table.segments(b) else {
-            return Ok(None);
-        };
+        let (segs, stream) = table.segments_of(b, shape);
         if j > segs.len() || segs.count() as u64 > table.max_block_keys() {
             return Ok(None);
         }
@@ -434,6 +451,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             key: s.key,
             left: segs.coded_after_start(j),
             implicit: segs.implicit_last(),
+            shape,
         };
         Ok(self.take_over(g, i, b, start).then_some(s.key))
     }
@@ -446,10 +464,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let j = g.segment[i] + 1;
-        let next = table.segments(b).and_then(|(segs, stream)| {
-            let start = segs.next(stream, j, g.pos.0[i], g.prev.0[i])?;
-            Some((start, segs.coded_after_start(j)))
-        });
+        let (segs, stream) = table.segments_of(b, g.shape[i]);
+        let next = segs
+            .next(stream, j, g.pos.0[i], g.prev.0[i])
+            .map(|start| (start, segs.coded_after_start(j)));
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
@@ -502,6 +520,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         g.prev.0[i] = start.key;
         g.set_remaining(i, start.left as u64);
         g.implicit[i] = start.implicit;
+        g.shape[i] = start.shape;
         g.active.0[i] = u64::MAX;
         true
     }
@@ -547,7 +566,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 work.keys += g.retire(i);
                 return Ok(());
             }
-            key = self.load_block(g, i, b + 1, 0, work)?;
+            key = self.load_block(g, i, b + 1, 0, None, work)?;
         }
     }
 }
