@@ -429,6 +429,37 @@ fn group_by_query(n: usize, hits: &[(u32, Match)]) -> (Vec<usize>, Vec<Match>) {
 mod tests {
     use super::*;
 
+    /// Grouping tagged matches by query gives what sorting them whole and removing repeats
+    /// gave: each query's matches in order, once each, with the right counts.
+    #[test]
+    fn matches_grouped_by_query_as_sorted_whole() {
+        let mut s = 11;
+        for (n, hits) in [(1usize, 0usize), (3, 1), (50, 400), (256, 3000)] {
+            let mut tagged: Vec<(u32, Match)> = (0..hits)
+                .map(|_| {
+                    let r = crate::sample::splitmix64(&mut s);
+                    let m = Match {
+                        distance: (r % 4) as u32,
+                        // Few fingerprints, so that repeats occur.
+                        fingerprint: (r >> 8) % 7,
+                    };
+                    ((r >> 32) as u32 % n as u32, m)
+                })
+                .collect();
+            let (lens, got) = group_by_query(n, &tagged);
+            tagged.sort_unstable();
+            tagged.dedup();
+            let mut want_lens = vec![0; n];
+            for &(q, _) in &tagged {
+                want_lens[q as usize] += 1;
+            }
+            let want: Vec<Match> = tagged.into_iter().map(|(_, m)| m).collect();
+            assert_eq!(lens, want_lens, "{n} queries, {hits} matches");
+            assert_eq!(got, want, "{n} queries, {hits} matches");
+            assert!(hits < 400 || got.len() < hits, "no repeats were removed");
+        }
+    }
+
     /// `near_many` equals `near`, for designs of few and many tables and with a probe radius.
     #[test]
     fn near_many_in_groups_equals_one_query_at_a_time() {

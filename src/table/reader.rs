@@ -366,9 +366,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
     #[inline]
     pub(crate) fn prefetch_block(&self, i: u64) {
-        let b = self.header.block_size as usize;
-        let off = HEADER_LEN + i as usize * b;
-        let data = self.data.as_ref();
+        let block = self.block_bytes(i);
         // A block this reader has not read yet is read whole by its crc check before its
         // decode starts: ask for more of it now, so that the check's misses overlap the other
         // probes' instead of following one another.
@@ -377,8 +375,9 @@ impl<D: AsRef<[u8]>> Table<D> {
         } else {
             UNCHECKED_PREFETCH_LINES
         };
-        for line in 0..(b / 64).min(lines) {
-            prefetch_read(data[off + line * 64..].as_ptr());
+        // Lines of the block only (one bounds check for them all).
+        for line in 0..(block.len() / 64).min(lines) {
+            prefetch_read(block.as_ptr().wrapping_add(line * 64));
         }
     }
 

@@ -122,9 +122,9 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         }
     }
 
-    /// [`run`](Self::run) over a stream of planned probes, each tagged (with its query):
-    /// `next` gives the next one, or `None` at the end, and a lane that finishes a probe takes
-    /// the next at once, so no lane idles while probes are left. `emit(tag, table, key,
+    /// [`run`](Self::run) over a stream of planned probes, each tagged (with its query): a
+    /// lane that finishes a probe takes `next`'s next at once, so no lane idles while probes
+    /// are left. `emit(tag, table, key,
     /// distance)`. `groups` groups of four lanes decode together.
     ///
     /// # Safety
