@@ -296,14 +296,15 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                         _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
                     );
                     if _mm256_testz_si256(needs, needs) == 0 {
-                        let needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
+                        let mut needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
                         let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
-                        for (i, &old) in old.iter().enumerate() {
-                            if needs & (1 << i) == 0 {
-                                continue;
-                            }
+                        // The lanes that need it, in order: a loop over set bits, usually
+                        // one, not a test of each lane (a branch mispredicted every few steps).
+                        while needs != 0 {
+                            let i = needs.trailing_zeros() as usize;
+                            needs &= needs - 1;
                             if rare & (1 << i) != 0 {
-                                g.pos.0[i] = old;
+                                g.pos.0[i] = old[i];
                                 self.scalar_step(g, i)?;
                             }
                             let key = g.prev.0[i];
