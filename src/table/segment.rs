@@ -378,7 +378,8 @@ impl<'a> Segments<'a> {
     #[inline]
     pub(crate) fn next(&self, stream: &[u8], j: u32, pos: u64, prev: u64) -> Option<Start> {
         let s = self.enter(stream, j)?;
-        (self.offset(j) == pos && s.key > prev).then_some(s)
+        // `enter` read segment j's offset: its raw bits start `shift` bits before `s.pos`.
+        (s.pos - self.shape.shift as u64 == pos && s.key > prev).then_some(s)
     }
 
     /// Keys of the block from the start of segment `j` (0..=len) on.
