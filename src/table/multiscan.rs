@@ -6,8 +6,11 @@
 //! search is prefetched in rounds — the directory entries of all probes, then their last
 //! keys, then (each block located) their blocks' first cache lines, `madvise`d too while the
 //! tables are out of memory ([`Residency`], `crate::os`) — and then every block is opened and
-//! one key of each open probe is decoded in turn. Probes are independent, so their cache
-//! misses overlap and so do their serial decode chains (each key needs the one before it).
+//! one key of each open probe is decoded in turn. The last round parses each block's head to
+//! find the probe's segment; that parse ([`Shape`]) goes with the probe ([`Planned`]) to the
+//! lane that decodes it, which does not parse the head again. Probes are independent, so
+//! their cache misses overlap and so do their serial decode chains (each key needs the one
+//! before it).
 //! Where the CPU has AVX2 and the tables suit it, the decoding after the rounds runs four
 //! probes per vector register instead (`table::lanes`), and many queries (`near_many`) are
 //! decoded as one stream of probes, a lane that ends a probe taking the next query's
