@@ -445,7 +445,7 @@ impl<'a> Segments<'a> {
     /// Start segment `j` (0..=len): its first key and stream bits, or `None` if the entry
     /// cannot be right (bits outside the stream or past the next segment's start, a partial
     /// key that disagrees with the block's prefix).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enter(&self, stream: &[u8], j: u32) -> Option<Start> {
         let end = self.end(j);
         if end > self.shape.stream_bits as u64 {
