@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use super::Table;
 use super::cursor::Work;
 use super::cursor::{Cursor, Step};
-
 use super::segment::Shape;
 use crate::error::Result;
 

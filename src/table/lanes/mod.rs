@@ -124,8 +124,8 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
 
     /// [`run`](Self::run) over a stream of planned probes, each tagged (with its query): a
     /// lane that finishes a probe takes `next`'s next at once, so no lane idles while probes
-    /// are left. `emit(tag, table, key,
-    /// distance)`. `groups` groups of four lanes decode together.
+    /// are left. `emit(tag, table, key, distance)`. `groups` groups of four lanes decode
+    /// together.
     ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT ([`supported`]).
