@@ -111,8 +111,8 @@ pub(crate) struct Segments<'a> {
 
 /// Everything [`Segments`] knows of a block but its bytes. A decoder that enters the block
 /// again (the vector lanes at each segment change, a probe planned before its decode) keeps
-/// this and [`bind`](Self::bind)s it to the block's bytes instead of parsing the head again:
-/// at 10M keys a probe's head parses were a tenth of its instructions.
+/// this and [`bind`](Self::bind)s it to the block's bytes instead of parsing the head again
+/// (about a hundred instructions a parse).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Shape {
     /// The block's first key (format 3 codes it in the stream, and
@@ -408,8 +408,9 @@ impl<'a> Segments<'a> {
         // block, so the segment `lo`'s place between base and last points to is nearly always
         // right or next to it: start there, reading one or two entries (one cache line at
         // most, not a binary search's three), and search only when that fails. The place is
-        // taken in partial keys, 16 bits, so that one integer division finds it (u64 to float
-        // conversions and two divisions made this a tenth of a probe's instructions).
+        // taken in partial keys, 16 bits, so that one integer division finds it (two u64 to
+        // float conversions and two divisions cost a dozen instructions more, and two long
+        // divisions on the way to the segment's prefetch).
         let (from, to) = (
             partial(self.shape.base, c) as u32,
             partial(self.shape.last, c) as u32,
