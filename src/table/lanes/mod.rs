@@ -358,7 +358,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let (pos, end, prev) = (g.pos.0[i], g.end.0[i], g.prev.0[i]);
-        let stream = table.block_stream(b);
+        let (_, stream) = table.segments_of(b, g.shape[i]);
         match decode_delta_at(stream, table.decode_table(), Codec::HDelta, pos, end, prev) {
             Some((key, next)) => {
                 g.prev.0[i] = key;
@@ -574,14 +574,6 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
 
 /// What the lanes read of a table beyond its public face.
 impl<D: AsRef<[u8]>> Table<D> {
-    /// The coded stream of block `i` (in range): its bytes after the header, before the crc.
-    /// The table's bytes go on at least 12 bytes past every block (the footer), so the stream
-    /// can be read 8 bytes at a time at any byte up to its end (see [`Lanes`]).
-    #[inline]
-    pub(crate) fn block_stream(&self, i: u64) -> &[u8] {
-        self.segments(i).map_or(&[], |(_, stream)| stream)
-    }
-
     /// The most keys a block of this table can hold (every block's head is of one kind).
     #[inline]
     fn max_block_keys(&self) -> u64 {
