@@ -25,13 +25,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use super::Table;
 use super::cursor::Work;
 use super::cursor::{Cursor, Step};
-use super::segment::Shape;
+use super::segment::{Entry, Shape};
 use crate::error::Result;
 
 /// A planned probe: the keys of table `table` in `lo..=hi`, compared with the permuted
-/// query `query`, decoded from segment `segment` of block `block` on; `shape` is that block's
-/// segment layout, parsed while planning (`None` for unsegmented tables and heads the block
-/// decoder must name).
+/// query `query`, decoded from the segment `entry` of block `block` on (with what planning
+/// read of its skip entries); `shape` is that block's segment layout, parsed while planning
+/// (`None` for unsegmented tables and heads the block decoder must name).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Planned {
     pub(crate) table: usize,
@@ -39,7 +39,7 @@ pub(crate) struct Planned {
     pub(crate) lo: u64,
     pub(crate) hi: u64,
     pub(crate) block: u64,
-    pub(crate) segment: u32,
+    pub(crate) entry: Entry,
     pub(crate) shape: Option<Shape>,
 }
 
@@ -256,7 +256,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         // Large blocks: where each probe starts decoding, once the blocks' skip entries
         // (their first lines, prefetched above, all probes' misses overlapping) have arrived.
         for p in &mut plan[..planned] {
-            (p.segment, p.shape) = tables[p.table].prefetch_segment(p.block, p.lo);
+            (p.entry, p.shape) = tables[p.table].prefetch_segment(p.block, p.lo);
         }
         planned
     }

@@ -33,7 +33,7 @@ use super::Table;
 use super::block::decode_delta_at;
 use super::cursor::Work;
 use super::multiscan::{Planned, PlannedProbes, ProbeStream};
-use super::segment::Shape;
+use super::segment::{Entry, Shape};
 use crate::codec::Codec;
 use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, entry};
 use crate::error::{Error, Result};
@@ -342,7 +342,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             g.lo_x.0[l] = p.lo ^ MSB;
             g.hi_x.0[l] = p.hi ^ MSB;
             g.primary.0[l] = self.tables[p.table].decode_table().lane_primary().as_ptr() as u64;
-            let first = self.load_block(g, l, p.block, p.segment, p.shape, work)?;
+            let first = self.load_block(g, l, p.block, p.entry, p.shape, work)?;
             self.settle(g, l, first, k, work, emit)?;
             if g.active.0[l] != 0 {
                 break;
@@ -371,22 +371,24 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         }
     }
 
-    /// Open block `b` in lane `i` at segment `j` (with the block's segment shape, where its
-    /// plan parsed it): that segment's first key becomes the lane's last key.
+    /// Open block `b` in lane `i` at the segment of `entry` (with the block's segment shape,
+    /// where its plan parsed it and read the entry): that segment's first key becomes the
+    /// lane's last key.
     fn load_block(
         &self,
         g: &mut Group,
         i: usize,
         b: u64,
-        j: u32,
+        entry: Entry,
         shape: Option<Shape>,
         work: &mut Work,
     ) -> Result<u64> {
         work.keys += g.take_decoded(i) + 1;
         work.blocks += 1;
+        let j = entry.j;
         if j > 0
             && let Some(shape) = shape
-            && let Some(key) = self.enter_segment(g, i, b, j, shape)?
+            && let Some(key) = self.enter_segment(g, i, b, entry, shape)?
         {
             return Ok(key);
         }
@@ -420,27 +422,29 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         Ok(key)
     }
 
-    /// Open block `b` in lane `i` at segment `j` (1..) straight from its skip entry, without
-    /// building a block decoder (at 1M keys that made queries 1.1x faster) or parsing its head
-    /// again (`shape`, from the plan): the segment's first key, or `None` where the block
-    /// decoder must name what is wrong (a count or entry that cannot be right). The block's
-    /// crc is checked first, as the decoder would.
+    /// Open block `b` in lane `i` at the segment of `entry` (1..) straight from its skip
+    /// entry, without building a block decoder (at 1M keys that made queries 1.1x faster),
+    /// parsing its head again (`shape`, from the plan) or reading the entry again (`entry`,
+    /// from the plan's search): the segment's first key, or `None` where the block decoder
+    /// must name what is wrong (a count or entry that cannot be right). The block's crc is
+    /// checked first, as the decoder would.
     #[inline]
     fn enter_segment(
         &self,
         g: &mut Group,
         i: usize,
         b: u64,
-        j: u32,
+        entry: Entry,
         shape: Shape,
     ) -> Result<Option<u64>> {
         let table = &self.tables[g.table[i]];
         table.check_block_crc(b)?;
         let (segs, stream) = table.segments_of(b, shape);
+        let j = entry.j;
         if j > segs.len() || segs.count() as u64 > table.max_block_keys() {
             return Ok(None);
         }
-        let Some(s) = segs.enter(stream, j) else {
+        let Some(s) = segs.enter_entry(stream, entry) else {
             return Ok(None);
         };
         let start = LaneStart {
@@ -527,47 +531,95 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     }
 
     /// After lane `i` decoded `key`: emit it if in range and within `k`; retire the lane past
-    /// its range; at the block's end, go on into the next block while the range does.
+    /// its range; at the segment's or block's end, go on ([`settle_end`](Self::settle_end)).
+    /// Inlined: most calls end at the first test (a key below or in range, the lane not at an
+    /// end, or a key past the range), and an out-of-line call's register saves were about a
+    /// third of its cost.
+    #[inline(always)]
     fn settle(
         &self,
         g: &mut Group,
         i: usize,
-        mut key: u64,
+        key: u64,
         k: u32,
         work: &mut Work,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
-        let (lo, hi) = (g.lo_x.0[i] ^ MSB, g.hi_x.0[i] ^ MSB);
+        if !self.take_key(g, i, key, k, work, emit) || g.remaining.0[i] > 0 {
+            return Ok(());
+        }
+        self.settle_end(g, i, k, work, emit)
+    }
+
+    /// Lane `i` decoded `key`: emit it if in range and within `k`; false (the lane retired) if
+    /// it is past the range.
+    #[inline(always)]
+    fn take_key(
+        &self,
+        g: &mut Group,
+        i: usize,
+        key: u64,
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) -> bool {
+        if key > g.hi_x.0[i] ^ MSB {
+            work.keys += g.retire(i);
+            return false;
+        }
+        if key >= g.lo_x.0[i] ^ MSB {
+            let d = (key ^ g.q.0[i]).count_ones();
+            if d <= k {
+                Self::matched(g, i, key, d, work, emit);
+            }
+        }
+        true
+    }
+
+    /// Emit lane `i`'s `key`, within `d <= k` of its query (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn matched(
+        g: &Group,
+        i: usize,
+        key: u64,
+        d: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) {
+        work.candidates += 1;
+        emit(g.tag[i], g.table[i], key, d);
+    }
+
+    /// Lane `i` took the last coded key of its segment: go on with the next segment, the
+    /// block's uncoded last key, or the next block while the range goes on, [`take_key`]
+    /// (Self::take_key) by key until a segment with keys left or the range's end.
+    #[inline(never)]
+    fn settle_end(
+        &self,
+        g: &mut Group,
+        i: usize,
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) -> Result<()> {
         loop {
-            if key > hi {
-                work.keys += g.retire(i);
-                return Ok(());
-            }
-            if key >= lo {
-                let d = (key ^ g.q.0[i]).count_ones();
-                if d <= k {
-                    work.candidates += 1;
-                    emit(g.tag[i], g.table[i], key, d);
+            let key = if g.segment[i] < g.last_segment[i] {
+                self.next_segment(g, i, work)?
+            } else if g.implicit[i] {
+                self.implicit_last(g, i, work)?
+            } else {
+                let table = &self.tables[g.table[i]];
+                let b = g.block[i];
+                if !table.range_continues(b, g.hi_x.0[i] ^ MSB) {
+                    work.keys += g.retire(i);
+                    return Ok(());
                 }
-            }
-            if g.remaining.0[i] > 0 {
+                self.load_block(g, i, b + 1, Entry::default(), None, work)?
+            };
+            if !self.take_key(g, i, key, k, work, emit) || g.remaining.0[i] > 0 {
                 return Ok(());
             }
-            if g.segment[i] < g.last_segment[i] {
-                key = self.next_segment(g, i, work)?;
-                continue;
-            }
-            if g.implicit[i] {
-                key = self.implicit_last(g, i, work)?;
-                continue;
-            }
-            let table = &self.tables[g.table[i]];
-            let b = g.block[i];
-            if !table.range_continues(b, hi) {
-                work.keys += g.retire(i);
-                return Ok(());
-            }
-            key = self.load_block(g, i, b + 1, 0, None, work)?;
         }
     }
 }
