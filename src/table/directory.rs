@@ -14,6 +14,9 @@
 //! built at open from the array, and never changes an answer: the slice only bounds where the
 //! search looks, and keys of any skew still find their block in O(log blocks).
 
+/// [`Directory::locate`]'s slot for a key outside every slice.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
 /// Blocks per slice the directory aims at (between this and twice this on average).
 const BLOCKS_PER_SLICE: u64 = 4;
 
@@ -89,6 +92,28 @@ impl Directory {
     pub(crate) fn entry_ptr(&self, key: u64) -> Option<*const u8> {
         let s = self.slot(key)?;
         Some((&self.starts[s] as *const u32).cast())
+    }
+
+    /// [`slice`](Self::slice) in two steps, for a search planned in rounds: the slot of `key`
+    /// ([`NO_SLOT`] for a key outside every slice) and the entry to prefetch, then
+    /// [`slice_at`](Self::slice_at) once the entry has arrived; the slice computed once.
+    #[inline(always)]
+    pub(crate) fn locate(&self, key: u64) -> (u32, Option<*const u8>) {
+        match self.slot(key) {
+            Some(s) => (s as u32, Some((&self.starts[s] as *const u32).cast())),
+            None => (NO_SLOT, None),
+        }
+    }
+
+    /// The blocks to search for `key` from its [`locate`](Self::locate)d slot: `slice(key)`,
+    /// or the whole array `0..blocks` where the directory is empty.
+    #[inline(always)]
+    pub(crate) fn slice_at(&self, slot: u32, key: u64, blocks: usize) -> (usize, usize) {
+        if slot != NO_SLOT {
+            let s = slot as usize;
+            return (self.starts[s] as usize, self.starts[s + 1] as usize);
+        }
+        self.slice(key).unwrap_or((0, blocks))
     }
 
     /// The slice of a key in `first + 1..=last`; `None` for keys outside (and for every key

@@ -363,6 +363,35 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
+    /// A search of `key` in rounds, first round: its directory slot, the entry prefetched.
+    #[inline]
+    pub(crate) fn locate(&self, key: u64) -> u32 {
+        let (slot, p) = self.directory.locate(key);
+        if let Some(p) = p {
+            prefetch_read(p);
+        }
+        slot
+    }
+
+    /// Second round, once the entry has arrived: the blocks `from..to` to search, the first
+    /// last key the search reads prefetched.
+    #[inline]
+    pub(crate) fn slice_of(&self, slot: u32, key: u64) -> (u32, u32) {
+        let (lo, hi) = self.directory.slice_at(slot, key, self.last_keys.len());
+        if lo < hi {
+            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
+        }
+        (lo as u32, hi as u32)
+    }
+
+    /// Third round: [`find_block`](Self::find_block) of `key`, among the blocks `from..to`
+    /// of its [`slice_of`](Self::slice_of).
+    #[inline]
+    pub(crate) fn find_block_in(&self, key: u64, (from, to): (u32, u32)) -> usize {
+        let (from, to) = (from as usize, to as usize);
+        from + self.last_keys[from..to].partition_point(|&k| k < key)
+    }
+
     /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
     #[inline]
     pub(crate) fn prefetch_block(&self, i: u64) {

@@ -485,7 +485,7 @@ impl<'a> Segments<'a> {
     }
 
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
-    #[inline]
+    #[inline(always)]
     fn entry_of(&self, j: u32) -> Entry {
         let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
         Entry {
