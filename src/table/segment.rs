@@ -394,7 +394,7 @@ impl<'a> Segments<'a> {
     /// The start of segment `j` (1..=len) for a decode that ended segment `j - 1` at stream
     /// bit `pos` with key `prev`: [`enter`](Self::enter), and that segment's deltas must end
     /// exactly where `j` starts, below its first key. The one rule of every sequential decode.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next(&self, stream: &[u8], j: u32, pos: u64, prev: u64) -> Option<Start> {
         let s = self.enter(stream, j)?;
         // `enter` read segment j's offset: its raw bits start `shift` bits before `s.pos`.

@@ -392,6 +392,15 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         {
             return Ok(key);
         }
+        self.load_block_decoder(g, i, b, j)
+    }
+
+    /// [`load_block`](Self::load_block) through a block decoder: at segment 0 (which, in
+    /// format 3, starts with the coded first key), for unsegmented tables, and where the
+    /// skip entry cannot be right (the decoder names the fault). Out of line: its 176-byte
+    /// decoder made every call's frame large.
+    #[inline(never)]
+    fn load_block_decoder(&self, g: &mut Group, i: usize, b: u64, j: u32) -> Result<u64> {
         let table = &self.tables[g.table[i]];
         let mut dec = table.block_at_segment(b, j)?;
         let (segment, _) = dec.segment_state();
@@ -462,9 +471,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     }
 
     /// Lane `i` ended a segment of its block before the block's last: go on with the next
-    /// segment's first key, as the sequential decoder would.
-    #[cold]
-    #[inline(never)]
+    /// segment's first key, as the sequential decoder would. Inlined into its one caller,
+    /// [`settle_end`](Self::settle_end), with the segment rule (`Segments::next`): at 1M keys
+    /// a query changes segments about three times, and the calls cost ~50 instructions each.
+    #[inline(always)]
     fn next_segment(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<u64> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
