@@ -342,7 +342,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             g.lo_x.0[l] = p.lo ^ MSB;
             g.hi_x.0[l] = p.hi ^ MSB;
             g.primary.0[l] = self.tables[p.table].decode_table().lane_primary().as_ptr() as u64;
-            let first = self.load_block(g, l, p.block, p.entry, p.shape, work)?;
+            let first = self.load_block(g, l, p.block, p.entry, p.shape.as_ref(), work)?;
             self.settle(g, l, first, k, work, emit)?;
             if g.active.0[l] != 0 {
                 break;
@@ -380,7 +380,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         i: usize,
         b: u64,
         entry: Entry,
-        shape: Option<Shape>,
+        shape: Option<&Shape>,
         work: &mut Work,
     ) -> Result<u64> {
         work.keys += g.take_decoded(i) + 1;
@@ -444,11 +444,11 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         i: usize,
         b: u64,
         entry: Entry,
-        shape: Shape,
+        shape: &Shape,
     ) -> Result<Option<u64>> {
         let table = &self.tables[g.table[i]];
         table.check_block_crc(b)?;
-        let (segs, stream) = table.segments_of(b, shape);
+        let (segs, stream) = table.segments_of(b, *shape);
         let j = entry.j;
         if j > segs.len() || segs.count() as u64 > table.max_block_keys() {
             return Ok(None);
@@ -465,7 +465,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             key: s.key,
             left: segs.coded_after_start(j),
             implicit: segs.implicit_last(),
-            shape,
+            shape: *shape,
         };
         Ok(self.take_over(g, i, b, start).then_some(s.key))
     }
