@@ -17,7 +17,9 @@ use crate::permutation::Permutation;
 use crate::table::block::{self, BlockDecoder};
 use crate::table::directory::Directory;
 use crate::table::format::{HEADER_LEN, Header, TRAILER_LEN, Trailer, check_crc};
-use crate::table::segment::{Entry, Segments, Shape};
+use crate::table::segment::{Segments, Shape};
+
+mod ahead;
 
 /// An open table over bytes `D`.
 #[derive(Debug)]
@@ -332,130 +334,6 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
-    /// Ask the CPU to start loading the block a lookup of `lo` will decode (its first cache
-    /// lines and its crc-checked flag), so that the probes of all tables of one query overlap
-    /// their cache misses instead of paying them one after another. A hint: no effect on
-    /// results.
-    #[inline]
-    pub(crate) fn prefetch(&self, lo: u64) {
-        let i = self.find_block(lo) as u64;
-        if i < self.block_count() {
-            self.prefetch_block(i);
-        }
-    }
-
-    /// Prefetch the directory entry a search of `key` reads.
-    #[inline]
-    pub(crate) fn prefetch_directory(&self, key: u64) {
-        if let Some(p) = self.directory.entry_ptr(key) {
-            prefetch_read(p);
-        }
-    }
-
-    /// Prefetch the first last key a search of `key` reads (after
-    /// [`prefetch_directory`](Self::prefetch_directory)).
-    #[inline]
-    pub(crate) fn prefetch_slice(&self, key: u64) {
-        if let Some((lo, hi)) = self.directory.slice(key)
-            && lo < hi
-        {
-            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
-        }
-    }
-
-    /// A search of `key` in rounds, first round: its directory slot, the entry prefetched.
-    #[inline]
-    pub(crate) fn locate(&self, key: u64) -> u32 {
-        let (slot, p) = self.directory.locate(key);
-        if let Some(p) = p {
-            prefetch_read(p);
-        }
-        slot
-    }
-
-    /// Second round, once the entry has arrived: the blocks `from..to` to search, the first
-    /// last key the search reads prefetched.
-    #[inline]
-    pub(crate) fn slice_of(&self, slot: u32, key: u64) -> (u32, u32) {
-        let (lo, hi) = self.directory.slice_at(slot, key, self.last_keys.len());
-        if lo < hi {
-            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
-        }
-        (lo as u32, hi as u32)
-    }
-
-    /// Third round: [`find_block`](Self::find_block) of `key`, among the blocks `from..to`
-    /// of its [`slice_of`](Self::slice_of).
-    #[inline]
-    pub(crate) fn find_block_in(&self, key: u64, (from, to): (u32, u32)) -> usize {
-        let (from, to) = (from as usize, to as usize);
-        from + self.last_keys[from..to].partition_point(|&k| k < key)
-    }
-
-    /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
-    #[inline]
-    pub(crate) fn prefetch_block(&self, i: u64) {
-        let block = self.block_bytes(i);
-        // A block this reader has not read yet is read whole by its crc check before its
-        // decode starts: ask for more of it now, so that the check's misses overlap the other
-        // probes' instead of following one another.
-        let lines = if self.crc_is_checked(i) {
-            PREFETCH_LINES
-        } else {
-            UNCHECKED_PREFETCH_LINES
-        };
-        // Lines of the block only (one bounds check for them all), in loops of a constant
-        // count where the block holds them, which unroll (a loop of a variable count cost
-        // about 30 instructions a probe).
-        let p = block.as_ptr();
-        if block.len() >= UNCHECKED_PREFETCH_LINES * 64 {
-            if lines == PREFETCH_LINES {
-                for line in 0..PREFETCH_LINES {
-                    prefetch_read(p.wrapping_add(line * 64));
-                }
-            } else {
-                for line in 0..UNCHECKED_PREFETCH_LINES {
-                    prefetch_read(p.wrapping_add(line * 64));
-                }
-            }
-            return;
-        }
-        for line in 0..(block.len() / 64).min(lines) {
-            prefetch_read(p.wrapping_add(line * 64));
-        }
-    }
-
-    /// Whether block `i`'s crc32 has been checked by this reader.
-    #[inline]
-    fn crc_is_checked(&self, i: u64) -> bool {
-        self.crc_checked[(i / 64) as usize].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
-    }
-
-    /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
-    /// range) has brought its skip entries: where a scan of `lo` starts decoding
-    /// ([`Segments::find_entry`]: the segment and what was read of its skip entries), its
-    /// first lines prefetched (a large block's first lines do not hold them), and the block's
-    /// segment shape for the decode to [`bind`](Shape::bind) (`None` where its head is not
-    /// one: the block decoder names that). Segment 0 for an unsegmented table. A hint: a wrong
-    /// segment only costs decode work.
-    #[inline]
-    pub(crate) fn prefetch_segment(&self, i: u64, lo: u64) -> (Entry, Option<Shape>) {
-        if self.header.segment_keys == 0 {
-            return (Entry::default(), None);
-        }
-        let Some((segs, stream)) = self.segments(i) else {
-            return (Entry::default(), None);
-        };
-        let e = segs.find_entry(lo);
-        let at = (e.offset() / 8) as usize;
-        for line in [at, at + 64] {
-            if let Some(p) = stream.get(line.min(stream.len().saturating_sub(1))..) {
-                prefetch_read(p.as_ptr());
-            }
-        }
-        (e, Some(segs.shape()))
-    }
-
     /// The segment layout of block `i` (in range) and its coded stream, `None` if its count
     /// leaves no room for its skip entries (the block decoder names that corruption).
     #[inline(always)]
@@ -600,51 +478,5 @@ impl<D: AsRef<[u8]>> Table<D> {
             "block range out of bounds"
         );
         self.skip_scan(blocks, || Some(0), |_| {}, f)
-    }
-}
-
-/// Cache lines of a block prefetched ahead of its decode: all of a 256-byte block (1 or 2
-/// lines measured no faster at 100M keys).
-const PREFETCH_LINES: usize = 4;
-
-/// Cache lines prefetched of a block whose crc this reader has not checked yet: all of a
-/// 1024-byte block. At 100M keys nearly every probe of a fresh reader meets such a block; its
-/// check then read the block's other 12 lines on demand, 1.15-1.25x slower per query than with
-/// them prefetched (B = 1024; at 10M, B = 4096, prefetching 8, 16 or all 64 lines measured the
-/// same as 4).
-const UNCHECKED_PREFETCH_LINES: usize = 16;
-
-/// A read prefetch hint for the cache line holding `p`.
-#[inline(always)]
-fn prefetch_read(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
-    // `_mm_prefetch` needs, is part of every x86-64 CPU.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Read-ahead hints (the kernel calls are in [`crate::os`]).
-impl<D: AsRef<[u8]>> Table<D> {
-    /// Ask the kernel to start reading blocks `blocks` (in range) that are not in memory: one
-    /// request for the whole run, read sequentially. A hint: no effect on results; a no-op off
-    /// Unix.
-    pub(crate) fn will_need_blocks(&self, blocks: std::ops::Range<u64>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let start = self.block_offset(blocks.start) as usize;
-        let end = self.block_offset(blocks.end) as usize;
-        crate::os::will_need(&self.bytes()[start..end]);
-    }
-
-    /// The fraction of a sample of the table's pages that is in memory (1.0 off Unix, and for
-    /// tables read into the heap).
-    pub(crate) fn resident_fraction(&self) -> f64 {
-        crate::os::resident_fraction(self.bytes())
     }
 }

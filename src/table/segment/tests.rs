@@ -1,0 +1,117 @@
+//! Segments against decoding: where probes start, and what the search hands a decoder.
+
+use crate::table::{Table, TableOptions, build_bytes};
+
+fn random_keys(n: usize, mut s: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The search hands a decoder the skip entries it read: the same as reading them again,
+/// and the segment the search promises (the last that starts below the key by its skip
+/// entry), on uniform
+/// keys (the guess right) and on clustered ones (the guess off, the binary search).
+#[test]
+fn find_entry_carries_what_entering_would_read() {
+    let uniform = random_keys(60_000, 11);
+    let mut clustered: Vec<u64> = uniform
+        .iter()
+        .map(|&k| {
+            if k & 1 == 0 {
+                k >> 20
+            } else {
+                k | 0xFFFF_F000_0000_0000
+            }
+        })
+        .collect();
+    clustered.sort_unstable();
+    clustered.dedup();
+    let mut checked = 0;
+    for keys in [&uniform, &clustered] {
+        for s in [4u32, 20] {
+            let o = TableOptions::default()
+                .with_block_size(4096)
+                .with_segment_keys(s);
+            let t = Table::from_bytes(build_bytes(keys, &o).unwrap()).unwrap();
+            for i in 0..t.block_count() {
+                let (segs, stream) = t.segments(i).unwrap();
+                let m = segs.len();
+                let starts: Vec<u64> = (1..=m)
+                    .map(|j| segs.enter(stream, j).unwrap().key)
+                    .collect();
+                let mut probes: Vec<u64> = starts.iter().flat_map(|&k| [k - 1, k, k + 1]).collect();
+                let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                for _ in 0..8 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (lo, hi) = (starts.first().copied().unwrap_or(0), segs.last());
+                    probes.push(lo.saturating_sub(1) + x % (hi - lo.saturating_sub(1) + 1));
+                }
+                for lo in probes {
+                    let e = segs.find_entry(lo);
+                    assert_eq!(e, segs.entry_of(e.j), "block {i}, key {lo:#x}");
+                    assert_eq!(segs.enter_entry(stream, e), segs.enter(stream, e.j));
+                    if e.j > 0 {
+                        assert!(starts[e.j as usize - 1] < lo, "block {i}, key {lo:#x}");
+                    }
+                    // The next segment starts at or above `lo` by its skip entry (its
+                    // 16 bits below the block's common prefix).
+                    let c = segs.shape.c as u32;
+                    if e.j < m && lo > segs.shape.base {
+                        let p = super::partial(starts[e.j as usize], c);
+                        assert!(p >= super::partial(lo, c), "block {i}, key {lo:#x}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
+
+/// A probe of a segmented table decodes at most a segment before its range, whatever the
+/// block size; an unsegmented one decodes up to the whole block before it.
+#[test]
+fn a_probe_decodes_at_most_a_segment_before_its_range() {
+    let keys = random_keys(200_000, 7);
+    let mut totals = Vec::new();
+    for (segment_keys, bound) in [(16u64, 17u64), (0, 700)] {
+        let o = TableOptions::default()
+            .with_block_size(4096)
+            .with_segment_keys(segment_keys as u32);
+        let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
+        let (mut worst, mut total) = (0, 0);
+        for (i, &k) in keys.iter().enumerate().step_by(997) {
+            let hi = keys[(i + 3).min(keys.len() - 1)];
+            let (mut blocks, mut decoded, mut found) = (0, 0, 0);
+            t.scan_range(k, hi, &mut blocks, &mut decoded, |_| {
+                found += 1;
+                true
+            })
+            .unwrap();
+            assert_eq!(found, (i + 3).min(keys.len() - 1) - i + 1);
+            // Keys decoded before the range, and the one after it that ends the scan.
+            let before = decoded - found as u64 - 1;
+            worst = worst.max(before);
+            total += before;
+        }
+        assert!(
+            worst < bound,
+            "S = {segment_keys}: {worst} keys before a range"
+        );
+        totals.push(total);
+    }
+    // On average half a segment (8) against half a block (~330).
+    assert!(totals[1] > 20 * totals[0], "{totals:?}");
+}
