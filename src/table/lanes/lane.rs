@@ -11,8 +11,9 @@ use crate::error::{Error, Result};
 use crate::table::Table;
 use crate::table::block::decode_delta_at;
 use crate::table::cursor::Work;
+use crate::table::format::COMPACT_VERSION;
 use crate::table::multiscan::ProbeStream;
-use crate::table::segment::{Entry, Shape};
+use crate::table::segment::{Entry, Head, Shape};
 
 impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     /// Start idle lane `l` on the next planned probe, and on the one after while a probe ends
@@ -328,10 +329,16 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
 
 /// What the lanes read of a table beyond its public face.
 impl<D: AsRef<[u8]>> Table<D> {
-    /// The most keys a block of this table can hold (every block's head is of one kind).
+    /// The most keys a block of this table can hold (every block's head is of one kind,
+    /// whose size alone matters: no block's layout is built for it, at every probe).
     #[inline]
     fn max_block_keys(&self) -> u64 {
-        self.layout(0).head.max_keys(self.block_size())
+        let head = if self.format_version() == COMPACT_VERSION {
+            Head::Compact { after: None }
+        } else {
+            Head::Wide
+        };
+        head.max_keys(self.block_size())
     }
 
     /// The corruption that stops the decode of block `i` from segment `segment` on, named as
