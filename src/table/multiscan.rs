@@ -205,10 +205,8 @@ pub(crate) fn lanes_supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
 
 impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     /// Plan `probes` (at most [`MAX_PROBES`]) into `plan`, in the prefetched rounds above: the
-    /// number planned (probes past their table's last block are dropped). Out of line: once a
-    /// query, where inlined into the lanes' `start` it widened that function's frame for every
-    /// probe (50 and 170 instructions a query more at 1M and 10M).
-    #[inline(never)]
+    /// number planned (probes past their table's last block are dropped).
+    #[inline(always)]
     fn plan(
         &self,
         probes: &impl Probes,
