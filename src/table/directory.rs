@@ -87,16 +87,10 @@ impl Directory {
         })
     }
 
-    /// The directory entry a search of `key` reads, for a prefetch (`None` if it reads none).
-    #[inline(always)]
-    pub(crate) fn entry_ptr(&self, key: u64) -> Option<*const u8> {
-        let s = self.slot(key)?;
-        Some((&self.starts[s] as *const u32).cast())
-    }
-
     /// [`slice`](Self::slice) in two steps, for a search planned in rounds: the slot of `key`
-    /// ([`NO_SLOT`] for a key outside every slice) and the entry to prefetch, then
-    /// [`slice_at`](Self::slice_at) once the entry has arrived; the slice computed once.
+    /// ([`NO_SLOT`] for a key outside every slice, and for every key of an empty directory)
+    /// and the entry to prefetch (`None` if the search reads none), then
+    /// [`slice_at`](Self::slice_at) once the entry has arrived; the slot computed once.
     #[inline(always)]
     pub(crate) fn locate(&self, key: u64) -> (u32, Option<*const u8>) {
         match self.slot(key) {
@@ -105,15 +99,15 @@ impl Directory {
         }
     }
 
-    /// The blocks to search for `key` from its [`locate`](Self::locate)d slot: `slice(key)`,
-    /// or the whole array `0..blocks` where the directory is empty.
+    /// The blocks `lo..hi` to search from a [`locate`](Self::locate)d slot, as
+    /// [`slice`](Self::slice) gives them; `None` for [`NO_SLOT`].
     #[inline(always)]
-    pub(crate) fn slice_at(&self, slot: u32, key: u64, blocks: usize) -> (usize, usize) {
-        if slot != NO_SLOT {
-            let s = slot as usize;
-            return (self.starts[s] as usize, self.starts[s + 1] as usize);
+    pub(crate) fn slice_at(&self, slot: u32) -> Option<(usize, usize)> {
+        if slot == NO_SLOT {
+            return None;
         }
-        self.slice(key).unwrap_or((0, blocks))
+        let s = slot as usize;
+        Some((self.starts[s] as usize, self.starts[s + 1] as usize))
     }
 
     /// The slice of a key in `first + 1..=last`; `None` for keys outside (and for every key
@@ -191,7 +185,7 @@ mod tests {
     #[test]
     fn empty_is_unused() {
         assert!(Directory::new(&[]).slice(5).is_none());
-        assert!(Directory::new(&[]).entry_ptr(5).is_none());
+        assert_eq!(Directory::new(&[]).locate(5), (super::NO_SLOT, None));
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             n += 1;
         });
         for p in &mut plan[..n] {
-            p.slice = tables[p.table].slice_of(p.slice.0, p.lo);
+            p.slice = tables[p.table].slice_of(p.slice.0);
         }
         let mut planned = 0;
         for j in 0..n {

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use super::Table;
+use crate::table::directory::NO_SLOT;
 use crate::table::segment::{Entry, Shape};
 
 impl<D: AsRef<[u8]>> Table<D> {
@@ -24,19 +25,15 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// Prefetch the directory entry a search of `key` reads.
     #[inline]
     pub(crate) fn prefetch_directory(&self, key: u64) {
-        if let Some(p) = self.directory.entry_ptr(key) {
-            prefetch_read(p);
-        }
+        self.locate(key);
     }
 
     /// Prefetch the first last key a search of `key` reads (after
     /// [`prefetch_directory`](Self::prefetch_directory)).
     #[inline]
     pub(crate) fn prefetch_slice(&self, key: u64) {
-        if let Some((lo, hi)) = self.directory.slice(key)
-            && lo < hi
-        {
-            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
+        if let Some((lo, hi)) = self.directory.slice(key) {
+            self.prefetch_search(lo, hi);
         }
     }
 
@@ -50,23 +47,39 @@ impl<D: AsRef<[u8]>> Table<D> {
         slot
     }
 
-    /// Second round, once the entry has arrived: the blocks `from..to` to search, the first
-    /// last key the search reads prefetched.
+    /// Second round, once the entry has arrived: the blocks `from..to` of the slot to search,
+    /// the first last key the search reads prefetched; `(NO_SLOT, NO_SLOT)` for a key outside
+    /// every slice (the third round then searches without the directory). A directory is
+    /// built only for at most `u32::MAX` blocks, so a slice's bounds fit.
     #[inline]
-    pub(crate) fn slice_of(&self, slot: u32, key: u64) -> (u32, u32) {
-        let (lo, hi) = self.directory.slice_at(slot, key, self.last_keys.len());
-        if lo < hi {
-            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
+    pub(crate) fn slice_of(&self, slot: u32) -> (u32, u32) {
+        match self.directory.slice_at(slot) {
+            Some((lo, hi)) => {
+                self.prefetch_search(lo, hi);
+                (lo as u32, hi as u32)
+            }
+            None => (NO_SLOT, NO_SLOT),
         }
-        (lo as u32, hi as u32)
     }
 
     /// Third round: [`find_block`](Self::find_block) of `key`, among the blocks `from..to`
-    /// of its [`slice_of`](Self::slice_of).
+    /// of its [`slice_of`](Self::slice_of), or by `find_block` itself outside every slice.
     #[inline]
     pub(crate) fn find_block_in(&self, key: u64, (from, to): (u32, u32)) -> usize {
+        if from == NO_SLOT {
+            // (Also a slice `(n, n)` of a table of exactly `u32::MAX` blocks: the same answer.)
+            return self.find_block(key);
+        }
         let (from, to) = (from as usize, to as usize);
         from + self.last_keys[from..to].partition_point(|&k| k < key)
+    }
+
+    /// Prefetch the last key a binary search of blocks `lo..hi` reads first.
+    #[inline]
+    fn prefetch_search(&self, lo: usize, hi: usize) {
+        if lo < hi {
+            prefetch_read((&self.last_keys[(lo + hi) / 2] as *const u64).cast());
+        }
     }
 
     /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
@@ -87,13 +100,9 @@ impl<D: AsRef<[u8]>> Table<D> {
         let p = block.as_ptr();
         if block.len() >= UNCHECKED_PREFETCH_LINES * 64 {
             if lines == PREFETCH_LINES {
-                for line in 0..PREFETCH_LINES {
-                    prefetch_read(p.wrapping_add(line * 64));
-                }
+                prefetch_lines::<PREFETCH_LINES>(p);
             } else {
-                for line in 0..UNCHECKED_PREFETCH_LINES {
-                    prefetch_read(p.wrapping_add(line * 64));
-                }
+                prefetch_lines::<UNCHECKED_PREFETCH_LINES>(p);
             }
             return;
         }
@@ -144,6 +153,14 @@ const PREFETCH_LINES: usize = 4;
 /// them prefetched (B = 1024; at 10M, B = 4096, prefetching 8, 16 or all 64 lines measured the
 /// same as 4).
 const UNCHECKED_PREFETCH_LINES: usize = 16;
+
+/// Read prefetch hints for the `N` cache lines from `p` on.
+#[inline(always)]
+fn prefetch_lines<const N: usize>(p: *const u8) {
+    for line in 0..N {
+        prefetch_read(p.wrapping_add(line * 64));
+    }
+}
 
 /// A read prefetch hint for the cache line holding `p`.
 #[inline(always)]
