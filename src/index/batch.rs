@@ -5,10 +5,12 @@
 //! are both sorted under the same permutation, so one merge pass over F's keys finds every
 //! (b, f) sharing a probed prefix; candidates are checked by popcount.
 //!
-//! The pass decodes only blocks that can hold a probed prefix: the smallest probe prefix not
-//! yet passed picks the next block through the in-memory last-key array. A batch as large as
-//! the table touches every block (a sequential scan); a batch of 1M against 1B stored touches
-//! about one block in twenty per table, so the work follows the batch, not the stored set.
+//! The pass decodes only what can hold a probed prefix: once a prefix's keys are passed, the
+//! smallest probe prefix not yet passed picks the next block through the in-memory last-key
+//! array, and the segment inside it through the block's skip entries, so a probed prefix costs
+//! about what a query's probe decodes (half a segment and the prefix's keys). A batch as large
+//! as the table touches every block (a sequential scan); a batch of 1M against 1B stored touches
+//! about one block in five per table, so the work follows the batch, not the stored set.
 //!
 //! ```text
 //!  F table i (on disk, decoded block by block) ──► f'                       (ascending)
@@ -170,15 +172,17 @@ impl<'a> Joiner<'a> {
         Joiner { lists, at, low }
     }
 
-    /// The smallest probe prefix no stored key seen so far has passed (`None`: every list is
-    /// exhausted). No stored key below it can join, so the scan may skip ahead to its block.
+    /// The stored keys wanted next, `(from, to)`: the smallest probe prefix no stored key seen
+    /// so far has passed, as a key range (`None`: every list is exhausted). No stored key below
+    /// it can join, so the scan may skip ahead to it; every key in it may.
     #[inline]
-    fn next_prefix(&self) -> Option<u64> {
+    fn next_want(&self) -> Option<(u64, u64)> {
         self.lists
             .iter()
             .zip(&self.at)
             .filter_map(|(l, &at)| l.get(at).map(|e| e.0 & !self.low))
             .min()
+            .map(|p| (p, p | self.low))
     }
 
     /// Call `hit(π(b))` for every batch entry whose probe key shares `key`'s prefix. Keys must
@@ -285,7 +289,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 let joiner = std::cell::RefCell::new(&mut joiner);
                 t.skip_scan(
                     range.clone(),
-                    || joiner.borrow().next_prefix(),
+                    || joiner.borrow().next_want(),
                     |block| {
                         if read_ahead && block + window / 2 >= requested {
                             let from = requested.max(block);

@@ -310,19 +310,16 @@ impl<'a> BlockDecoder<'a> {
         }
     }
 
-    /// Whether the next key starts a segment (a segmented block, keys taken): a point where a
-    /// scan may [`skip_to`](Self::skip_to) a later segment.
-    #[inline]
-    pub(crate) fn at_segment_end(&self) -> bool {
-        self.started && self.raw_at > 0 && self.remaining == self.raw_at
-    }
-
-    /// At a segment end ([`at_segment_end`](Self::at_segment_end)): go on at the last segment
-    /// that can hold a key `>= key` first, if that skips a segment or more; the keys of the
-    /// skipped segments are not decoded.
+    /// Go on at the last segment that can hold a key `>= key` first, if that segment comes
+    /// after the one being decoded: the rest of this segment and the segments between are not
+    /// decoded. At any point between keys; a no-op on an unsegmented or faulted block. A
+    /// batch scan calls it when the next key it wants is past the keys it has decoded.
     pub(crate) fn skip_to(&mut self, key: u64) {
+        if self.faulted {
+            return;
+        }
         let j = self.segments.find(key);
-        if j > self.segment + 1 {
+        if j > self.segment {
             self.start_segment(j);
             self.started = false;
         }

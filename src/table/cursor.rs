@@ -121,14 +121,8 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
         Ok(true)
     }
 
-    /// Whether the next key starts a segment of the block: a point for
-    /// [`skip_within`](Self::skip_within).
-    #[inline]
-    pub(crate) fn at_segment_end(&self) -> bool {
-        self.dec.at_segment_end()
-    }
-
-    /// At a segment end: skip the block's segments whose keys are all below `key`.
+    /// Skip the keys below `key` that later segments of this block let the cursor pass
+    /// without decoding ([`BlockDecoder::skip_to`]); keys below `key` may still step.
     #[inline]
     pub(crate) fn skip_within(&mut self, key: u64) {
         self.dec.skip_to(key);
@@ -179,16 +173,18 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
-    /// Call `f` on the keys of blocks `blocks` (in range) that a caller wants: at each block,
-    /// `next()` names the smallest key still wanted, and the blocks whose keys are all below it
-    /// are skipped (`None`: nothing more is wanted). Each block decoded is counted in `blocks`
-    /// and handed to `decoding` before it is read (for read-ahead). Batch mode's scan: when the
-    /// batch is small against the table, most blocks hold no key it probes, so the work
-    /// follows the batch, not the table.
+    /// Call `f` on the keys of blocks `blocks` (in range) that a caller wants. `next()` names
+    /// the keys wanted next as `(from, to)`: none below `from`, which are passed without
+    /// decoding where the table allows (whole blocks through the last-key array, whole
+    /// segments through the skip entries), and all up to `to`, so `next` is asked again only
+    /// at a key past `to` or a block's end (`None`: nothing more is wanted). Each block decoded
+    /// is handed to `decoding` before it is read (for read-ahead). Batch mode's scan: when the
+    /// batch is small against the table, most blocks and segments hold no key it probes, so
+    /// the work follows the batch, not the table.
     pub(crate) fn skip_scan(
         &self,
         range: std::ops::Range<u64>,
-        mut next: impl FnMut() -> Option<u64>,
+        mut next: impl FnMut() -> Option<(u64, u64)>,
         mut decoding: impl FnMut(u64),
         mut f: impl FnMut(u64),
     ) -> Result<()> {
@@ -197,27 +193,43 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let lo = self.block_floor(range.start);
         let hi = self.last_key(range.end - 1);
-        let Some(want) = next() else { return Ok(()) };
+        let Some((mut want, mut until)) = next() else {
+            return Ok(());
+        };
         let first = range.start.max(self.find_block(want.max(lo)) as u64);
         if first >= range.end {
             return Ok(());
         }
         decoding(first);
         let mut cursor = Cursor::open(self, first, lo, hi, &mut 0)?;
+        cursor.skip_within(want);
         loop {
-            let step = cursor.step(&mut 0);
-            if let Step::Key(k) = step {
-                f(k);
-            }
-            // In a segmented block, skip within the block too, a segment at a time.
-            if matches!(step, Step::Key(_) | Step::Below) && cursor.at_segment_end() {
-                let Some(want) = next() else { return Ok(()) };
-                cursor.skip_within(want);
-            }
-            match step {
-                Step::Key(_) | Step::Below => {}
+            match cursor.step(&mut 0) {
+                Step::Key(k) => {
+                    f(k);
+                    if k <= until {
+                        continue;
+                    }
+                    let Some(w) = next() else { return Ok(()) };
+                    (want, until) = w;
+                    if want <= k {
+                        continue;
+                    }
+                    // The next wanted key is ahead: past this block, seek to its block;
+                    // else skip this block's segments below it.
+                    if want > self.last_key(cursor.block()) {
+                        if !cursor.seek(want, &mut 0)? {
+                            return Ok(());
+                        }
+                        decoding(cursor.block());
+                    } else {
+                        cursor.skip_within(want);
+                    }
+                }
+                Step::Below => {}
                 Step::BlockEnd => {
-                    let Some(want) = next() else { return Ok(()) };
+                    let Some(w) = next() else { return Ok(()) };
+                    (want, until) = w;
                     if !cursor.seek(want, &mut 0)? {
                         return Ok(());
                     }
@@ -386,7 +398,7 @@ mod tests {
         let cuts = [0, 1, 7, blocks / 2, blocks - 1, blocks];
         let mut all = Vec::new();
         for w in cuts.windows(2) {
-            t.skip_scan(w[0]..w[1], || Some(0), |_| {}, |k| all.push(k))
+            t.skip_scan(w[0]..w[1], || Some((0, u64::MAX)), |_| {}, |k| all.push(k))
                 .unwrap();
         }
         assert_eq!(all, keys);
@@ -397,7 +409,7 @@ mod tests {
             let (mut got, mut opened) = (Vec::new(), Vec::new());
             t.skip_scan(
                 3..blocks,
-                || Some(want),
+                || Some((want, u64::MAX)),
                 |b| opened.push(b),
                 |k| got.push(k),
             )
@@ -425,12 +437,47 @@ mod tests {
         // A scan that wants less and less as it goes skips blocks in between.
         let mut wants = [keys[15_000], keys[8000], keys[2000]].to_vec();
         let mut got = Vec::new();
-        t.skip_scan(0..blocks, || wants.pop(), |_| {}, |k| got.push(k))
-            .unwrap();
+        t.skip_scan(
+            0..blocks,
+            || wants.pop().map(|w| (w, w)),
+            |_| {},
+            |k| got.push(k),
+        )
+        .unwrap();
         assert!(got.contains(&keys[2000]) && got.contains(&keys[8000]));
         assert!(
             !got.contains(&keys[5000]),
             "blocks between wanted keys were decoded"
+        );
+    }
+
+    /// In segmented blocks a skip-scan stops decoding where a wanted range ends and goes on at
+    /// the segment of the next one: about half a segment and one key a want, not the rest of
+    /// each segment. Every wanted key still comes.
+    #[test]
+    fn skip_scans_stop_mid_segment_and_skip_to_the_next_want() {
+        let mut keys = crate::sample::random(50_000, 3);
+        keys.sort_unstable();
+        keys.dedup();
+        let s = 20;
+        let opts = TableOptions::default()
+            .with_block_size(4096)
+            .with_segment_keys(s);
+        let t = Table::from_bytes(build_bytes(&keys, &opts).unwrap()).unwrap();
+        // Wants 57 keys apart: most in the same block as the last, a few segments on.
+        let picked: Vec<u64> = keys.iter().copied().step_by(57).collect();
+        let mut wants: Vec<(u64, u64)> = picked.iter().rev().map(|&k| (k, k)).collect();
+        let mut got = Vec::new();
+        t.skip_scan(0..t.block_count(), || wants.pop(), |_| {}, |k| got.push(k))
+            .unwrap();
+        assert!(got.windows(2).all(|w| w[0] < w[1]));
+        assert!(picked.iter().all(|k| got.binary_search(k).is_ok()));
+        // Half a segment before each want on average, the want and one key past it: decoding
+        // on to each segment's end would average s keys a want.
+        let per_want = got.len() as f64 / picked.len() as f64;
+        assert!(
+            per_want < 0.75 * s as f64,
+            "{per_want:.1} keys decoded a want"
         );
     }
 

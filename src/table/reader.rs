@@ -477,6 +477,6 @@ impl<D: AsRef<[u8]>> Table<D> {
             blocks.end <= self.block_count(),
             "block range out of bounds"
         );
-        self.skip_scan(blocks, || Some(0), |_| {}, f)
+        self.skip_scan(blocks, || Some((0, u64::MAX)), |_| {}, f)
     }
 }
