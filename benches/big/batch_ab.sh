@@ -1,0 +1,41 @@
+#!/bin/bash
+# The 1B index again: `simdex batch` of 1M queries against it, before (simdex-new) and after
+# (simdex-bs) a change, interleaved, with the library's own time; then one-thread query runs
+# pinned to a core, and 16 threads. Binaries beside this script, as for run.sh.
+#   OUT=/tmp/out bash benches/big/batch_ab.sh                  # about 4 minutes
+set -u
+D=$(cd "$(dirname "$0")" && pwd)
+NEW=$D/simdex-bs; OLD=$D/simdex-new
+N1=${N1:-1000000000}; Q=${Q:-1000000}; MEM=${MEM:-48G}
+OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
+W=${W:-${TMPDIR:-/tmp}/simdex-big}; mkdir -p "$W"
+T=$(nproc)
+log() { echo "[$(date +%T) +${SECONDS}s] $*"; }
+rt() { local name=$1; shift
+  python3 - "$@" <<'PY' 2> >(tee "$W/$name.err" >&2)
+import resource, subprocess, sys, time
+t = time.time(); rc = subprocess.call(sys.argv[1:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"  rc {rc}, wall {time.time() - t:.2f} s, user {r.ru_utime:.1f} s, sys {r.ru_stime:.1f} s, peak RSS {r.ru_maxrss / 2**20:.2f} GiB", file=sys.stderr)
+PY
+}
+q() { local bin=$1 idx=$2 qf=$3 th=$4 name=$5; shift 5
+  log "query $name ($th threads, $*)"
+  RAYON_NUM_THREADS=$th rt "$name" ${PIN:-} "$bin" query "$idx" --input "$qf" --format u64 --timing "$@" > "$W/ans"
+  echo "  md5 $(md5sum < "$W/ans" | cut -c1-12), lines $(wc -l < "$W/ans")"; rm -f "$W/ans"; }
+bt() { local bin=$1 name=$2
+  log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$bin" batch "$W/i1" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv"
+  echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }
+{
+log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2; df -h "$W" | tail -1
+if [ ! -d "$W/i1" ]; then
+  log "generate"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
+  log "build 1B"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
+  rm -f "$W/fps.u64"
+fi
+"$NEW" stats "$W/i1" | sed -n 2,7p
+for r in 1 2 3; do bt "$OLD" "batch-before-$r"; bt "$NEW" "batch-after-$r"; done
+for r in 1 2 3; do PIN="taskset -c $((T > 3 ? T - 3 : 1))" q "$NEW" "$W/i1" "$W/q.u64" 1 "q1-pop-pinned-$r" --populate; done
+q "$NEW" "$W/i1" "$W/q.u64" "$T" q16-pop --populate
+log "done"
+} 2>&1 | tee "$OUT/log"
