@@ -136,6 +136,9 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
             ("4", 4096, 2),
             ("10", 2048, 5),
             ("4", 4096, 20),
+            // Probe-radius designs (66 and 198 probes), scanned in chunks of probes.
+            ("m2c1r1", 4096, 20),
+            ("m4c2r1", 1024, 5),
         ] {
             let dir = tmp.path().join(format!("{name}-{design}-{block}-{seg}"));
             let mut idx = build_segmented(&dir, &keys, design, block, seg);

@@ -112,6 +112,32 @@ impl<D: AsRef<[u8]>> ProbeSource for [Table<D>] {
     }
 }
 
+/// Probes `from..to` of one query, in [`each_probe`]'s order. A design with a probe radius
+/// makes more probes than one scan plans (`MAX_PROBES`), so its query is scanned in chunks.
+pub(crate) struct ProbeChunk<'a> {
+    pub(crate) probers: &'a [Prober],
+    pub(crate) fp: u64,
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+}
+
+impl Probes for ProbeChunk<'_> {
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(Probe)) {
+        let mut i = 0;
+        each_probe(self.probers, self.fp, |p| {
+            if i >= self.to {
+                return false;
+            }
+            if i >= self.from {
+                f(p);
+            }
+            i += 1;
+            true
+        });
+    }
+}
+
 /// The probes of one query, for the multi-probe scan.
 pub(crate) struct QueryProbes<'a> {
     pub(crate) probers: &'a [Prober],

@@ -14,9 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::Index;
-use super::probe::{Match, ProbeSource, QueryProbes, Work, each_probe};
+use super::probe::{Match, ProbeChunk, ProbeSource, QueryProbes, Work, each_probe};
 use crate::error::{Error, Result};
-use crate::table::Table;
 use crate::table::multiscan::{MAX_PROBES, MultiScan};
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
@@ -187,40 +186,38 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     fn near_work_portable(&self, fp: u64, k: u32, out: &mut Vec<Match>) -> Result<Work> {
         out.clear();
         let mut work = Work::default();
-        if self.probes_per_query > MAX_PROBES as u64 {
-            // Designs with a probe radius make hundreds of probes: prefetch them all (each
-            // search's directory entry, then its last keys, then its block), then decode one
-            // after another.
-            for stage in [
-                Table::prefetch_directory,
-                Table::prefetch_slice,
-                Table::prefetch,
-            ] {
-                each_probe(&self.probers, fp, |p| {
-                    stage(&self.tables[p.table], p.lo);
-                    true
-                });
-            }
-            self.probe(&self.tables[..], fp, k, &mut work, |m| {
-                out.push(m);
-                true
-            })?;
-        } else {
+        let scan = MultiScan {
+            tables: &self.tables,
+            residency: &self.residency,
+            lanes: self.lanes,
+        };
+        let mut emit = |t: usize, key: u64, d: u32| {
+            out.push(Match {
+                distance: d,
+                fingerprint: self.probers[t].inverse.apply(key),
+            })
+        };
+        let n = self.probes_per_query as usize;
+        if n <= MAX_PROBES {
             let probes = QueryProbes {
                 probers: &self.probers,
                 fp,
             };
-            let scan = MultiScan {
-                tables: &self.tables,
-                residency: &self.residency,
-                lanes: self.lanes,
-            };
-            scan.run(&probes, k, &mut work, |t, key, d| {
-                out.push(Match {
-                    distance: d,
-                    fingerprint: self.probers[t].inverse.apply(key),
-                })
-            })?;
+            scan.run(&probes, k, &mut work, &mut emit)?;
+        } else {
+            // A design with a probe radius makes more probes than one scan plans: scan them
+            // in equal chunks of at most MAX_PROBES, each planned and decoded as a query's
+            // probes are (their misses overlapped in rounds, their keys decoded in the lanes).
+            let per = n.div_ceil(n.div_ceil(MAX_PROBES));
+            for from in (0..n).step_by(per) {
+                let probes = ProbeChunk {
+                    probers: &self.probers,
+                    fp,
+                    from,
+                    to: (from + per).min(n),
+                };
+                scan.run(&probes, k, &mut work, &mut emit)?;
+            }
         }
         out.sort_unstable();
         out.dedup();

@@ -115,7 +115,8 @@ impl<D: AsRef<[u8]> + Sync, P: Probes, F: Fn(usize) -> P> ProbeStream
     }
 }
 
-/// Most probes decoded together (every design without a probe radius fits one query's).
+/// Most probes decoded together: every design without a probe radius fits one query's; a query
+/// of a design with a radius is scanned in chunks of at most this many.
 pub(crate) const MAX_PROBES: usize = 64;
 
 /// One probe: the keys of table `table` in `lo..=hi`, compared with the permuted query `query`.

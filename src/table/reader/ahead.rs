@@ -10,33 +10,6 @@ use crate::table::directory::NO_SLOT;
 use crate::table::segment::{Entry, Shape};
 
 impl<D: AsRef<[u8]>> Table<D> {
-    /// Ask the CPU to start loading the block a lookup of `lo` will decode (its first cache
-    /// lines and its crc-checked flag), so that the probes of all tables of one query overlap
-    /// their cache misses instead of paying them one after another. A hint: no effect on
-    /// results.
-    #[inline]
-    pub(crate) fn prefetch(&self, lo: u64) {
-        let i = self.find_block(lo) as u64;
-        if i < self.block_count() {
-            self.prefetch_block(i);
-        }
-    }
-
-    /// Prefetch the directory entry a search of `key` reads.
-    #[inline]
-    pub(crate) fn prefetch_directory(&self, key: u64) {
-        self.locate(key);
-    }
-
-    /// Prefetch the first last key a search of `key` reads (after
-    /// [`prefetch_directory`](Self::prefetch_directory)).
-    #[inline]
-    pub(crate) fn prefetch_slice(&self, key: u64) {
-        if let Some((lo, hi)) = self.directory.slice(key) {
-            self.prefetch_search(lo, hi);
-        }
-    }
-
     /// A search of `key` in rounds, first round: its directory slot, the entry prefetched.
     #[inline]
     pub(crate) fn locate(&self, key: u64) -> u32 {
@@ -82,7 +55,10 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
     }
 
-    /// [`prefetch`](Self::prefetch) of block `i` (in range), for a caller that has located it.
+    /// Ask the CPU to start loading block `i` (in range), located by a search of the rounds
+    /// above: its first cache lines and its crc-checked flag, so that the probes of one query
+    /// overlap their cache misses instead of paying them one after another. A hint: no effect
+    /// on results.
     #[inline]
     pub(crate) fn prefetch_block(&self, i: u64) {
         let block = self.block_bytes(i);
