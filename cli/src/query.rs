@@ -145,57 +145,88 @@ fn run_index<D: AsRef<[u8]> + Sync>(
     }
     crate::util::flush(&mut w)?;
     if a.timing {
-        print_timing(&idx.counters(), open_time, query_time);
+        let c = idx.counters();
+        print_timing(c.queries, work(&c), open_time, query_time);
     }
     Ok(())
 }
 
-/// `--timing`: what the queries cost inside the library.
+/// `--timing`: what the queries cost inside the library. `work` is what the tables' counters
+/// gained while they ran (a store's delta is probed in memory and not counted).
 fn print_timing(
-    c: &simdex::index::QueryCounters,
+    queries: u64,
+    work: [u64; 4],
     open: std::time::Duration,
-    queries: std::time::Duration,
+    time: std::time::Duration,
 ) {
-    let n = c.queries.max(1) as f64;
+    let n = queries.max(1) as f64;
+    let [probes, blocks, keys, candidates] = work.map(|x| x as f64 / n);
     let threads = rayon::current_num_threads();
     eprintln!(
-        "timing: open {:.3} ms; {} queries in {:.3} s on {threads} threads: {:.2} µs/query \
-         (wall), {:.0} queries/s; per query {:.1} probes, {:.1} blocks and {:.1} keys decoded, \
-         {:.2} candidates",
+        "timing: open {:.3} ms; {queries} queries in {:.3} s on {threads} threads: {:.2} µs/query \
+         (wall), {:.0} queries/s; per query {probes:.1} probes, {blocks:.1} blocks and \
+         {keys:.1} keys decoded, {candidates:.2} candidates",
         open.as_secs_f64() * 1e3,
-        c.queries,
-        queries.as_secs_f64(),
-        queries.as_secs_f64() * 1e6 / n,
-        n / queries.as_secs_f64().max(1e-9),
-        c.probes as f64 / n,
-        c.blocks_decoded as f64 / n,
-        c.keys_decoded as f64 / n,
-        c.candidates as f64 / n,
+        time.as_secs_f64(),
+        time.as_secs_f64() * 1e6 / n,
+        n / time.as_secs_f64().max(1e-9),
     );
 }
 
-/// Queries against a store: matches carry their document ids.
+/// The work counters of `c`: probes, blocks, keys, candidates.
+fn work(c: &simdex::index::QueryCounters) -> [u64; 4] {
+    [c.probes, c.blocks_decoded, c.keys_decoded, c.candidates]
+}
+
+/// Queries against a store: matches carry their document ids. Queries go in batches over all
+/// cores, as an index's do; `--timing` reports the store's tables' work.
 fn run_store(a: Args) -> Result<()> {
+    use rayon::prelude::*;
+    let opened = std::time::Instant::now();
     let opts = StoreOptions::default().with_populate(a.populate);
     let store = crate::util::open_store_read_only_with(&a.dir, &opts)?;
+    let open_time = opened.elapsed();
+    let mut query_time = std::time::Duration::ZERO;
     let k =
         a.k.unwrap_or_else(|| store.generation().index().design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
-    for q in input.by_ref() {
-        let q = q?;
-        let ms = store.near(q, k)?;
-        write_matches(
-            &mut w,
-            a.json,
-            q,
-            ms.into_iter().map(|m| {
-                let ids: Vec<String> = m.ids.iter().map(|i| i.to_string()).collect();
-                (m.fingerprint, m.distance, Some(ids.join(",")))
-            }),
-        )?;
+    let mut batch = Vec::with_capacity(BATCH);
+    let (before, mut asked) = (work(&store.counters().queries), 0u64);
+    loop {
+        batch.clear();
+        for q in input.by_ref().take(BATCH) {
+            batch.push(q?);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        asked += batch.len() as u64;
+        let t0 = std::time::Instant::now();
+        let results: Vec<Vec<simdex::StoreMatch>> = batch
+            .par_iter()
+            .map(|&q| store.near(q, k))
+            .collect::<Result<_>>()?;
+        query_time += t0.elapsed();
+        for (q, ms) in batch.iter().zip(results) {
+            write_matches(
+                &mut w,
+                a.json,
+                *q,
+                ms.into_iter().map(|m| {
+                    let ids: Vec<String> = m.ids.iter().map(|i| i.to_string()).collect();
+                    (m.fingerprint, m.distance, Some(ids.join(",")))
+                }),
+            )?;
+        }
     }
-    crate::util::flush(&mut w)
+    crate::util::flush(&mut w)?;
+    if a.timing {
+        let after = work(&store.counters().queries);
+        let gained = std::array::from_fn(|i| after[i].saturating_sub(before[i]));
+        print_timing(asked, gained, open_time, query_time);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

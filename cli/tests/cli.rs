@@ -955,6 +955,34 @@ fn query_timing_reports_library_time_and_work_per_query() {
     ok(&simdex(&["insert", "st", "--input", "pairs.txt"], None, d));
     let o = simdex(&["query", "st", "--input", "f.hex", "--in-memory"], None, d);
     fails(&o, "is a store");
+    // A store answers as the index of the same fingerprints does, in input order (its
+    // queries go in batches on all cores), and reports its timing too (it printed nothing).
+    let fps = std::fs::read_to_string(d.join("f.hex")).unwrap();
+    let pairs: String = fps
+        .lines()
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, l)| format!("{l} {i}\n"))
+        .collect();
+    std::fs::write(d.join("pairs3000.txt"), pairs).unwrap();
+    ok(&simdex(
+        &["insert", "st2", "--input", "pairs3000.txt", "--quiet"],
+        None,
+        d,
+    ));
+    let o = simdex(&["query", "st2", "--input", "f.hex", "--timing"], None, d);
+    let got = ok(&o);
+    let without_ids: String = got
+        .lines()
+        .map(|l| format!("{}\n", &l[..l.rfind('\t').unwrap()]))
+        .collect();
+    assert_eq!(without_ids, out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let asked = fps.lines().filter(|l| !l.is_empty()).count();
+    assert!(
+        err.contains(&format!("{asked} queries")) && err.contains("µs/query"),
+        "{err}"
+    );
     // Without --timing, nothing on stderr.
     let o = simdex(&["query", "idx", "--input", "f.hex"], None, d);
     ok(&o);
