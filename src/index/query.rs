@@ -285,8 +285,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         self.check_k(k)?;
         // The planned scan of `near`, not a probe loop that stops at the first match: most
         // queries of a dedup match nothing and make every probe anyway, and the scan overlaps
-        // the probes' misses and decodes them in the vector lanes (at 10M, design 10: 8.4-9.6
-        // µs against 10.4-13.9 with half the queries matching, BENCHMARKS.md).
+        // the probes' misses and decodes them in the vector lanes (at 10M, design 10, half the
+        // queries matching: 3.5-3.8 µs against 5.4; BENCHMARKS.md, issue 29 part 7).
         let mut out = Vec::new();
         let work = self.near_work(fp, k, &mut out)?;
         self.counters.add(1, &work);
