@@ -44,7 +44,7 @@ pub struct Args {
 
 fn write_pairs(w: &mut impl Write, pairs: &[Pair]) -> std::io::Result<()> {
     for p in pairs {
-        writeln!(w, "{:016x}\t{:016x}\t{}", p.batch, p.stored, p.distance)?;
+        crate::query::write_line(w, p.batch, p.stored, p.distance)?;
     }
     Ok(())
 }

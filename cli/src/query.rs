@@ -74,8 +74,9 @@ fn write_matches(
 }
 
 /// `{q:016x}\t{fp:016x}\t{d}\n` written directly: through `format_args!` a line cost about
-/// 0.8k instructions, 4% of a 10M-key query's whole process at one match a query.
-fn write_line(w: &mut impl Write, q: u64, fp: u64, d: u32) -> std::io::Result<()> {
+/// 0.8k instructions, 4% of a 10M-key query's whole process at one match a query. Also
+/// `simdex batch`'s pair line.
+pub(crate) fn write_line(w: &mut impl Write, q: u64, fp: u64, d: u32) -> std::io::Result<()> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut line = [0u8; 45];
     for (at, x) in [(0, q), (17, fp)] {
