@@ -129,9 +129,10 @@ fn small_batches_skip_blocks_and_stay_exact() {
             batch.extend([lo, hi, lo ^ 4, hi ^ (1 << 63)]);
         }
         let bset: BTreeSet<u64> = batch.iter().copied().collect();
-        // Format 1, and format 2 (1024-byte blocks in segments of 20 keys: a seek past the
-        // keys below the batch's next wanted key also skips segments).
-        for (design, block) in [("10", 128), ("m2c1r1", 128), ("10", 1024)] {
+        // Format 1, and segmented blocks (1024 bytes in segments of 20 keys: a seek past the
+        // keys below the batch's next wanted key also skips segments, and stops mid-segment
+        // where a wanted prefix ends), with one probe list and with a radius's 33.
+        for (design, block) in [("10", 128), ("m2c1r1", 128), ("10", 1024), ("m2c1r1", 1024)] {
             let dir = tempfile::tempdir().unwrap();
             let idx = build(&dir.path().join("i"), stored, design, block);
             let r = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
