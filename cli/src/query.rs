@@ -113,6 +113,15 @@ pub fn run(a: Args) -> Result<()> {
     run_index(a, idx, opened.elapsed())
 }
 
+/// Refill `batch` with the input's next (up to) [`BATCH`] queries; false once none are left.
+fn next_batch(input: &mut FingerprintReader, batch: &mut Vec<u64>) -> Result<bool> {
+    batch.clear();
+    for q in input.by_ref().take(BATCH) {
+        batch.push(q?);
+    }
+    Ok(!batch.is_empty())
+}
+
 /// Answer every query of the input from an open index.
 fn run_index<D: AsRef<[u8]> + Sync>(
     a: Args,
@@ -124,14 +133,7 @@ fn run_index<D: AsRef<[u8]> + Sync>(
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
     let mut batch = Vec::with_capacity(BATCH);
-    loop {
-        batch.clear();
-        for q in input.by_ref().take(BATCH) {
-            batch.push(q?);
-        }
-        if batch.is_empty() {
-            break;
-        }
+    while next_batch(&mut input, &mut batch)? {
         let t0 = std::time::Instant::now();
         let results = idx.near_many(&batch, k)?;
         query_time += t0.elapsed();
@@ -194,14 +196,7 @@ fn run_store(a: Args) -> Result<()> {
     let mut w = crate::util::stdout();
     let mut batch = Vec::with_capacity(BATCH);
     let (before, mut asked) = (work(&store.counters().queries), 0u64);
-    loop {
-        batch.clear();
-        for q in input.by_ref().take(BATCH) {
-            batch.push(q?);
-        }
-        if batch.is_empty() {
-            break;
-        }
+    while next_batch(&mut input, &mut batch)? {
         asked += batch.len() as u64;
         let t0 = std::time::Instant::now();
         let results: Vec<Vec<simdex::StoreMatch>> = batch
