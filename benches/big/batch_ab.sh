@@ -6,23 +6,8 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 NEW=$D/simdex-bs; OLD=$D/simdex-new
-N1=${N1:-1000000000}; Q=${Q:-1000000}; MEM=${MEM:-48G}
-OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
-W=${W:-${TMPDIR:-/tmp}/simdex-big}; mkdir -p "$W"
-T=$(nproc)
-log() { echo "[$(date +%T) +${SECONDS}s] $*"; }
-rt() { local name=$1; shift
-  python3 - "$@" <<'PY' 2> >(tee "$W/$name.err" >&2)
-import resource, subprocess, sys, time
-t = time.time(); rc = subprocess.call(sys.argv[1:])
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"  rc {rc}, wall {time.time() - t:.2f} s, user {r.ru_utime:.1f} s, sys {r.ru_stime:.1f} s, peak RSS {r.ru_maxrss / 2**20:.2f} GiB", file=sys.stderr)
-PY
-}
-q() { local bin=$1 idx=$2 qf=$3 th=$4 name=$5; shift 5
-  log "query $name ($th threads, $*)"
-  RAYON_NUM_THREADS=$th rt "$name" ${PIN:-} "$bin" query "$idx" --input "$qf" --format u64 --timing "$@" > "$W/ans"
-  echo "  md5 $(md5sum < "$W/ans" | cut -c1-12), lines $(wc -l < "$W/ans")"; rm -f "$W/ans"; }
+N1=${N1:-1000000000}
+. "$D/common.sh"
 bt() { local bin=$1 name=$2
   log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$bin" batch "$W/i1" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv"
   echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }

@@ -9,25 +9,8 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 NEW=$D/simdex-new; OLD=$D/simdex-old
-N1=${N1:-1000000000}; N2=${N2:-100000000}; Q=${Q:-1000000}; MEM=${MEM:-48G}
-OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
-W=${W:-${TMPDIR:-/tmp}/simdex-big}; mkdir -p "$W"
-T=$(nproc)
-log() { echo "[$(date +%T) +${SECONDS}s] $*"; }
-# rt NAME CMD...: wall seconds and peak RSS of CMD, stderr kept in $W/NAME.err (and echoed)
-rt() { local name=$1; shift
-  python3 - "$@" <<'PY' 2> >(tee "$W/$name.err" >&2)
-import resource, subprocess, sys, time
-t = time.time(); rc = subprocess.call(sys.argv[1:])
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"  rc {rc}, wall {time.time() - t:.2f} s, user {r.ru_utime:.1f} s, sys {r.ru_stime:.1f} s, peak RSS {r.ru_maxrss / 2**20:.2f} GiB", file=sys.stderr)
-PY
-}
-# q BIN IDX QFILE THREADS NAME [flags]: query, md5 of the answers
-q() { local bin=$1 idx=$2 qf=$3 th=$4 name=$5; shift 5
-  log "query $name ($th threads, $*)"
-  RAYON_NUM_THREADS=$th rt "$name" "$bin" query "$idx" --input "$qf" --format u64 --timing "$@" > "$W/ans"
-  echo "  md5 $(md5sum < "$W/ans" | cut -c1-12), lines $(wc -l < "$W/ans")"; rm -f "$W/ans"; }
+N1=${N1:-1000000000}; N2=${N2:-100000000}
+. "$D/common.sh"
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; grep -o -m1 'avx512[a-z]*' /proc/cpuinfo | head -3 | tr '\n' ' '; echo
 free -g | head -2; df -h "$W" /tmp | cat; uname -r
