@@ -349,7 +349,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             residency: &self.residency,
             lanes: self.lanes,
         };
-        let groups = (self.probes_per_query as usize).div_ceil(4);
+        let groups = crate::table::lanes::groups_for(self.probes_per_query as usize);
         scan.run_many(
             qs.len(),
             |i| QueryProbes {

@@ -70,6 +70,29 @@ const MIN_SHORT_SHARE: f64 = 0.95;
 
 const MSB: u64 = 1 << 63;
 
+/// How far ahead of a lane's stream word its stream is prefetched, in bytes: two lines. A
+/// probe's plan prefetches the first two lines of its segment; the rest of a long probe
+/// (at 10M keys a design-4 probe decodes ~160 keys, seven lines) came from the hardware's
+/// prefetchers, which follow a stream per load instruction. One lane's load instruction
+/// serves a lane of every group, so with two groups or more it walks as many streams in
+/// turn, and the prefetchers lost them: two groups were 1.3x slower per query than one (10M,
+/// design 4) and design 10's three groups 1.07x. With this hint they are as fast as one,
+/// and one group is unchanged (BENCHMARKS.md, part 8).
+const STREAM_AHEAD: usize = 128;
+
+/// Groups of four lanes for a stream of many queries' probes (`MultiScan::run_many`), for a
+/// design of `probes_per_query`: a group for every four probes, at most [`STREAM_GROUPS`].
+pub(crate) fn groups_for(probes_per_query: usize) -> usize {
+    probes_per_query.div_ceil(LANES).clamp(1, STREAM_GROUPS)
+}
+
+/// Most groups a stream of many queries' probes decodes in (`groups_for`): a query's
+/// probes need not all be in flight at once when the next query's follow them, and past two
+/// groups the loop only gets longer (10M keys, design 10: three groups 1.02-1.05x slower than
+/// one or two, with the stream prefetched; at 100M the same). Two, not one: more
+/// probes' misses in flight where the tables are out of cache, at no cost where they are in.
+const STREAM_GROUPS: usize = 2;
+
 thread_local! {
     /// Each thread's groups between queries: a query's allocation saved (design 10's three
     /// groups are 1.2 KB, past the allocator's per-thread cache).
@@ -250,6 +273,8 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                         old[i] = p;
                         nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
                         g.pos.0[i] = nl[i];
+                        // The stream two lines on, asked for now (`STREAM_AHEAD`).
+                        _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>().wrapping_add(STREAM_AHEAD));
                     }
                     let w = ld!(&V(wl));
                     let e = ld!(&V(el));
