@@ -349,14 +349,12 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             residency: &self.residency,
             lanes: self.lanes,
         };
-        let groups = crate::table::lanes::groups_for(self.probes_per_query as usize);
         scan.run_many(
             qs.len(),
             |i| QueryProbes {
                 probers: &self.probers,
                 fp: qs[i],
             },
-            groups,
             k,
             &mut work,
             |q, t, key, d| {

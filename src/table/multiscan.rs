@@ -331,7 +331,6 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         &self,
         n: usize,
         probes_of: impl Fn(usize) -> P,
-        groups: usize,
         k: u32,
         work: &mut Work,
         mut emit: impl FnMut(u32, usize, u64, u32),
@@ -351,6 +350,6 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             tables: self.tables,
         };
         // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
-        unsafe { lanes.run_stream(groups, k, work, &mut stream, &mut emit) }
+        unsafe { lanes.run_stream(k, work, &mut stream, &mut emit) }
     }
 }

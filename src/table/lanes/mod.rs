@@ -7,8 +7,8 @@
 //! loop costs with everything in cache, that is about half of its time. Here each step
 //! advances four streams: four stream words and four first-level code entries loaded (short
 //! scalar chains: AVX2 gathers were slower), then one sequence of vector instructions rebuilds
-//! the four keys and tests them against their ranges and the query. Groups of four take
-//! turns, so the chains of different groups overlap as well.
+//! the four keys and tests them against their ranges and the query. A lane that ends its probe
+//! takes the next at once, so the four lanes stay busy while probes are left.
 //!
 //! Everything rare leaves the vector path for its lane alone (`lane`: starting a probe,
 //! entering a block or segment, settling a key) and is handled by the scalar rules of
@@ -24,7 +24,7 @@
 //! so that fewer deltas leave for the scalar rule.
 //!
 //! Only the h-delta codec (codec 1, the default), on x86-64 with AVX2; everything else takes
-//! the scalar loop, as do designs with a probe radius.
+//! the scalar loop.
 
 use std::arch::x86_64::*;
 
@@ -71,32 +71,19 @@ const MIN_SHORT_SHARE: f64 = 0.95;
 const MSB: u64 = 1 << 63;
 
 /// How far ahead of a lane's stream word its stream is prefetched, in bytes: two lines. A
-/// probe's plan prefetches the first two lines of its segment; the rest of a long probe
-/// (at 10M keys a design-4 probe decodes ~160 keys, seven lines) came from the hardware's
-/// prefetchers, which follow a stream per load instruction. One lane's load instruction
-/// serves a lane of every group, so with two groups or more it walks as many streams in
-/// turn, and the prefetchers lost them: two groups were 1.3x slower per query than one (10M,
-/// design 4) and design 10's three groups 1.07x. With this hint they are as fast as one,
-/// and one group is unchanged (BENCHMARKS.md, part 8).
+/// probe's plan prefetches the first two lines of its segment; the rest of a long probe (at
+/// 10M keys a design-4 probe decodes ~160 keys, seven lines) came from the hardware's
+/// prefetchers, which follow a stream per load instruction. While a lane's load instruction
+/// served a lane of several groups it walked as many streams in turn and the prefetchers lost
+/// them (two groups were 1.3x slower per query than one at 10M, design 4); with one group the
+/// hint is level, and it keeps the stream ahead whatever the hardware does (BENCHMARKS.md,
+/// part 8).
 const STREAM_AHEAD: usize = 128;
 
-/// Groups of four lanes for a stream of many queries' probes (`MultiScan::run_many`), for a
-/// design of `probes_per_query`: a group for every four probes, at most [`STREAM_GROUPS`].
-pub(crate) fn groups_for(probes_per_query: usize) -> usize {
-    probes_per_query.div_ceil(LANES).clamp(1, STREAM_GROUPS)
-}
-
-/// Most groups a stream of many queries' probes decodes in (`groups_for`): a query's
-/// probes need not all be in flight at once when the next query's follow them, and past two
-/// groups the loop only gets longer (10M keys, design 10: three groups 1.02-1.05x slower than
-/// one or two, with the stream prefetched; at 100M the same). Two, not one: more
-/// probes' misses in flight where the tables are out of cache, at no cost where they are in.
-const STREAM_GROUPS: usize = 2;
-
 thread_local! {
-    /// Each thread's groups between queries: a query's allocation saved (design 10's three
-    /// groups are 1.2 KB, past the allocator's per-thread cache).
-    static GROUPS: std::cell::RefCell<Vec<Group>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Each thread's group between queries (boxed: taken out and put back by pointer, not by
+    /// copying its 736 bytes, which at 1M keys was ~3% of a query).
+    static KEPT: std::cell::Cell<Option<Box<Group>>> = const { std::cell::Cell::new(None) };
 }
 
 /// The lanes over a set of tables (an index's): decodes planned probes of those tables.
@@ -116,8 +103,8 @@ pub(crate) fn supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
 }
 
 impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
-    /// Decode the planned probes `(table, permuted query, lo, hi, first block)` four to a
-    /// register, emitting `(table, key, distance)` for every key within `k` of its probe's query
+    /// Decode the planned probes `(table, permuted query, lo, hi, first block)` four at a
+    /// time, emitting `(table, key, distance)` for every key within `k` of its probe's query
     /// (keys in range; repeats across tables are the caller's to remove).
     ///
     /// Where the CPU has AVX-512 with its 64-bit popcount (`VPOPCNTQ`, Ice Lake and Zen 4 on),
@@ -135,27 +122,24 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     ) -> Result<()> {
         let mut next = PlannedProbes { plan, at: 0 };
         // SAFETY: the caller's.
-        unsafe {
-            self.run_stream(
-                plan.len().div_ceil(LANES),
-                k,
-                work,
-                &mut next,
-                &mut |_, t, key, d| emit(t, key, d),
-            )
-        }
+        unsafe { self.run_stream(k, work, &mut next, &mut |_, t, key, d| emit(t, key, d)) }
     }
 
     /// [`run`](Self::run) over a stream of planned probes, each tagged (with its query): a
     /// lane that finishes a probe takes `next`'s next at once, so no lane idles while probes
-    /// are left. `emit(tag, table, key, distance)`. `groups` groups of four lanes decode
-    /// together.
+    /// are left. `emit(tag, table, key, distance)`.
+    ///
+    /// One group of four lanes decodes them all, also where a query has more probes: the
+    /// plan's rounds have already overlapped every probe's misses, and a group steps as long
+    /// as any of its lanes is live, so more groups only meant more steps with idle lanes. A
+    /// single `near` of design 10 (ten probes) was 1.15x faster in one group than in three at
+    /// 10M keys and 1.08x at 100M, m4c2r1 (198 probes) 1.2x; a stream of many queries was
+    /// level in one or two (BENCHMARKS.md, part 8).
     ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT ([`supported`]).
     pub(crate) unsafe fn run_stream(
         &self,
-        groups: usize,
         k: u32,
         work: &mut Work,
         next: &mut impl ProbeStream,
@@ -163,36 +147,34 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     ) -> Result<()> {
         if avx512() {
             // SAFETY: checked just above, and AVX2 and POPCNT by the caller.
-            return unsafe { self.run_avx512(groups, k, work, next, emit) };
+            return unsafe { self.run_avx512(k, work, next, emit) };
         }
         // SAFETY: the caller checked AVX2 and POPCNT.
-        unsafe { self.run_avx2(groups, k, work, next, emit) }
+        unsafe { self.run_avx2(k, work, next, emit) }
     }
 
     #[target_feature(enable = "avx2,popcnt")]
     unsafe fn run_avx2(
         &self,
-        groups: usize,
         k: u32,
         work: &mut Work,
         next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
-        unsafe { self.run_with::<Avx2>(groups, k, work, next, emit) }
+        unsafe { self.run_with::<Avx2>(k, work, next, emit) }
     }
 
     #[target_feature(enable = "avx2,popcnt,bmi2,movbe,avx512f,avx512vl,avx512vpopcntdq")]
     unsafe fn run_avx512(
         &self,
-        groups: usize,
         k: u32,
         work: &mut Work,
         next: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         // SAFETY: this function's features are the loop's.
-        unsafe { self.run_with::<Avx512>(groups, k, work, next, emit) }
+        unsafe { self.run_with::<Avx512>(k, work, next, emit) }
     }
 
     /// The loop of [`run_stream`](Self::run_stream), inlined into a function compiled for the
@@ -203,25 +185,19 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     #[inline(always)]
     unsafe fn run_with<I: Isa>(
         &self,
-        n: usize,
         k: u32,
         work: &mut Work,
         next_probe: &mut impl ProbeStream,
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
-        // The groups are kept per thread between queries (taken out, so that no closure
+        // The group is kept per thread between queries (taken out, so that no closure
         // without this function's AVX2 runs the loop); after an error the next query starts a
-        // new buffer.
-        let mut groups = GROUPS.with_borrow_mut(std::mem::take);
-        // Every lane of a kept group is idle: a query that returns Ok ends with every lane
-        // idle. Only groups a larger plan needs are built (copying 448 bytes a group was 3% of
-        // a query at 1M keys).
-        groups.truncate(n);
-        groups.resize(n, Group::new());
-        for g in groups.iter_mut() {
-            for l in 0..LANES {
-                self.start(g, l, k, work, next_probe, emit)?;
-            }
+        // new one. Every lane of a kept group is idle: a query that returns Ok ends with every
+        // lane idle.
+        let mut kept = KEPT.take().unwrap_or_else(|| Box::new(Group::new()));
+        let g = &mut *kept;
+        for l in 0..LANES {
+            self.start(g, l, k, work, next_probe, emit)?;
         }
         // SAFETY: the intrinsics need AVX2 (and `I`'s features), enabled on the function this
         // one is inlined into, whose caller checked the CPU; the loads are safe where each
@@ -238,114 +214,101 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
                 );
             let kv = _mm256_set1_epi64x(k as i64);
             let zero = _mm256_setzero_si256();
-            loop {
-                let mut any = false;
-                for g in groups.iter_mut() {
-                    if !g.live() {
-                        continue;
-                    }
-                    any = true;
-                    let act = ld!(&g.active);
-                    // Each lane's stream word (big-endian, shifted to its bit) and first-level
-                    // code entry (`huffman::entry`: length, symbol, total bits; or LONG), by
-                    // scalar loads: four short chains (two AVX2 gathers instead made a query
-                    // 1.3x slower on an EPYC). The position moves on here, in scalar code, so
-                    // that the next step's loads wait for a scalar store, not for a vector one;
-                    // a rare lane gets its old position back below.
-                    let mut wl = [0u64; LANES];
-                    let mut el = [0u64; LANES];
-                    let mut old = [0u64; LANES];
-                    let mut nl = [0u64; LANES];
-                    for i in 0..LANES {
-                        let p = g.pos.0[i];
-                        let at = (g.base.0[i] + (p >> 3)) as *const u64;
-                        // (Safe:) a live lane's position is at most its stream's end, and a
-                        // block's stream is followed by at least 12 bytes of the table (crc,
-                        // then the next block or the footer): 8 bytes at any byte up to the end
-                        // are mapped. An idle lane reads `IDLE`.
-                        let w = u64::from_be(at.read_unaligned()) << (p & 7);
-                        // (Safe:) every lane's first level has 2^LANE_BITS entries; the index is
-                        // the word's top LANE_BITS bits.
-                        let e =
-                            *(g.primary.0[i] as *const u32).add((w >> (64 - LANE_BITS)) as usize);
-                        wl[i] = w;
-                        el[i] = e as u64;
-                        old[i] = p;
-                        nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
-                        g.pos.0[i] = nl[i];
-                        // The stream two lines on, asked for now (`STREAM_AHEAD`).
-                        _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>().wrapping_add(STREAM_AHEAD));
-                    }
-                    let w = ld!(&V(wl));
-                    let e = ld!(&V(el));
-                    let next = ld!(&V(nl));
-                    let l = _mm256_and_si256(e, len_mask);
-                    let h =
-                        _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
-                    let prev = ld!(&g.prev);
-                    let bit = _mm256_srlv_epi64(msb, h);
-                    // Rare: no code, a long one or a delta wider than the window (all LONG in
-                    // the lanes' first level), a key that would not ascend (its first differing
-                    // bit already set), a delta past the segment.
-                    let rare = _mm256_or_si256(
-                        _mm256_cmpgt_epi64(e, short),
-                        _mm256_or_si256(
-                            _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
-                            _mm256_cmpgt_epi64(next, ld!(&g.end)),
-                        ),
-                    );
-                    let rare = _mm256_and_si256(rare, act);
-                    let commit = _mm256_andnot_si256(rare, act);
-                    // Keep prev's top h bits, set the implied bit, append the 63 - h suffix bits.
-                    let tail = _mm256_srlv_epi64(
-                        _mm256_or_si256(_mm256_srli_epi64::<1>(_mm256_sllv_epi64(w, l)), msb),
-                        h,
-                    );
-                    let key = _mm256_or_si256(
-                        _mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev),
-                        tail,
-                    );
-                    let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
-                    st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
-                    st!(g.remaining, rem);
-                    // A committed key needs the scalar side if it ends its range, ends its block,
-                    // or is in range and within k.
-                    let kx = _mm256_xor_si256(key, msb);
-                    let past = _mm256_cmpgt_epi64(kx, ld!(&g.hi_x));
-                    let below = _mm256_cmpgt_epi64(ld!(&g.lo_x), kx);
-                    // (Safe:) `I`'s features are enabled where this loop is compiled.
-                    let far = I::far(_mm256_xor_si256(key, ld!(&g.q)), kv);
-                    let quiet = _mm256_or_si256(below, far);
-                    let ends = _mm256_or_si256(past, _mm256_cmpeq_epi64(rem, zero));
-                    let needs = _mm256_or_si256(
-                        rare,
-                        _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
-                    );
-                    if _mm256_testz_si256(needs, needs) == 0 {
-                        let mut needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
-                        let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
-                        // The lanes that need it, in order: a loop over set bits, usually
-                        // one, not a test of each lane (a branch mispredicted every few steps).
-                        while needs != 0 {
-                            let i = needs.trailing_zeros() as usize;
-                            needs &= needs - 1;
-                            if rare & (1 << i) != 0 {
-                                g.pos.0[i] = old[i];
-                                self.scalar_step(g, i)?;
-                            }
-                            let key = g.prev.0[i];
-                            self.settle(g, i, key, k, work, emit)?;
-                            if g.active.0[i] == 0 {
-                                self.start(g, i, k, work, next_probe, emit)?;
-                            }
+            while g.live() {
+                let act = ld!(&g.active);
+                // Each lane's stream word (big-endian, shifted to its bit) and first-level
+                // code entry (`huffman::entry`: length, symbol, total bits; or LONG), by
+                // scalar loads: four short chains (two AVX2 gathers instead made a query
+                // 1.3x slower on an EPYC). The position moves on here, in scalar code, so
+                // that the next step's loads wait for a scalar store, not for a vector one;
+                // a rare lane gets its old position back below.
+                let mut wl = [0u64; LANES];
+                let mut el = [0u64; LANES];
+                let mut old = [0u64; LANES];
+                let mut nl = [0u64; LANES];
+                for i in 0..LANES {
+                    let p = g.pos.0[i];
+                    let at = (g.base.0[i] + (p >> 3)) as *const u64;
+                    // (Safe:) a live lane's position is at most its stream's end, and a
+                    // block's stream is followed by at least 12 bytes of the table (crc,
+                    // then the next block or the footer): 8 bytes at any byte up to the end
+                    // are mapped. An idle lane reads `IDLE`.
+                    let w = u64::from_be(at.read_unaligned()) << (p & 7);
+                    // (Safe:) every lane's first level has 2^LANE_BITS entries; the index is
+                    // the word's top LANE_BITS bits.
+                    let e = *(g.primary.0[i] as *const u32).add((w >> (64 - LANE_BITS)) as usize);
+                    wl[i] = w;
+                    el[i] = e as u64;
+                    old[i] = p;
+                    nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
+                    g.pos.0[i] = nl[i];
+                    // The stream two lines on, asked for now (`STREAM_AHEAD`).
+                    _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>().wrapping_add(STREAM_AHEAD));
+                }
+                let w = ld!(&V(wl));
+                let e = ld!(&V(el));
+                let next = ld!(&V(nl));
+                let l = _mm256_and_si256(e, len_mask);
+                let h = _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
+                let prev = ld!(&g.prev);
+                let bit = _mm256_srlv_epi64(msb, h);
+                // Rare: no code, a long one or a delta wider than the window (all LONG in
+                // the lanes' first level), a key that would not ascend (its first differing
+                // bit already set), a delta past the segment.
+                let rare = _mm256_or_si256(
+                    _mm256_cmpgt_epi64(e, short),
+                    _mm256_or_si256(
+                        _mm256_cmpeq_epi64(_mm256_and_si256(prev, bit), bit),
+                        _mm256_cmpgt_epi64(next, ld!(&g.end)),
+                    ),
+                );
+                let rare = _mm256_and_si256(rare, act);
+                let commit = _mm256_andnot_si256(rare, act);
+                // Keep prev's top h bits, set the implied bit, append the 63 - h suffix bits.
+                let tail = _mm256_srlv_epi64(
+                    _mm256_or_si256(_mm256_srli_epi64::<1>(_mm256_sllv_epi64(w, l)), msb),
+                    h,
+                );
+                let key =
+                    _mm256_or_si256(_mm256_andnot_si256(_mm256_srlv_epi64(ones, h), prev), tail);
+                let rem = _mm256_sub_epi64(ld!(&g.remaining), _mm256_srli_epi64::<63>(commit));
+                st!(g.prev, _mm256_blendv_epi8(prev, key, commit));
+                st!(g.remaining, rem);
+                // A committed key needs the scalar side if it ends its range, ends its block,
+                // or is in range and within k.
+                let kx = _mm256_xor_si256(key, msb);
+                let past = _mm256_cmpgt_epi64(kx, ld!(&g.hi_x));
+                let below = _mm256_cmpgt_epi64(ld!(&g.lo_x), kx);
+                // (Safe:) `I`'s features are enabled where this loop is compiled.
+                let far = I::far(_mm256_xor_si256(key, ld!(&g.q)), kv);
+                let quiet = _mm256_or_si256(below, far);
+                let ends = _mm256_or_si256(past, _mm256_cmpeq_epi64(rem, zero));
+                let needs = _mm256_or_si256(
+                    rare,
+                    _mm256_andnot_si256(_mm256_andnot_si256(ends, quiet), commit),
+                );
+                if _mm256_testz_si256(needs, needs) == 0 {
+                    let mut needs = _mm256_movemask_pd(_mm256_castsi256_pd(needs)) as u32;
+                    let rare = _mm256_movemask_pd(_mm256_castsi256_pd(rare)) as u32;
+                    // The lanes that need it, in order: a loop over set bits, usually
+                    // one, not a test of each lane (a branch mispredicted every few steps).
+                    while needs != 0 {
+                        let i = needs.trailing_zeros() as usize;
+                        needs &= needs - 1;
+                        if rare & (1 << i) != 0 {
+                            g.pos.0[i] = old[i];
+                            self.scalar_step(g, i)?;
+                        }
+                        let key = g.prev.0[i];
+                        self.settle(g, i, key, k, work, emit)?;
+                        if g.active.0[i] == 0 {
+                            self.start(g, i, k, work, next_probe, emit)?;
                         }
                     }
                 }
-                if !any {
-                    GROUPS.with_borrow_mut(|g| *g = groups);
-                    return Ok(());
-                }
             }
         }
+        KEPT.set(Some(kept));
+        Ok(())
     }
 }
