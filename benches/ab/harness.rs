@@ -1,0 +1,90 @@
+//! Two builds of simdex in one process, timed in turns on the same queries (`run.sh` builds
+//! it; not a workspace target). This 2-core VM's speed moves by up to 2x between runs and
+//! within one, so separate processes of two builds compare badly; here each round times
+//! build A and build B back to back on the same batch of queries (their order alternating),
+//! and the ratio B/A is taken round by round.
+//!
+//! usage: ab-harness INDEX QUERIES.u64 BATCH ROUNDS MODE   (MODE: many | near)
+
+use std::time::Instant;
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    if a.len() != 6 {
+        eprintln!("usage: ab-harness INDEX QUERIES.u64 BATCH ROUNDS many|near");
+        std::process::exit(2);
+    }
+    let (dir, mode) = (&a[1], a[5].as_str());
+    let bytes = std::fs::read(&a[2]).expect("query file");
+    let qs: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let n: usize = a[3].parse().expect("BATCH");
+    let rounds: usize = a[4].parse().expect("ROUNDS");
+    assert!(n > 0 && n < qs.len(), "BATCH must be below the query count");
+    let ia = simdex_a::Index::open_with(
+        dir,
+        &simdex_a::index::OpenOptions::default().with_populate(true),
+    )
+    .expect("open A");
+    let ib = simdex_b::Index::open_with(
+        dir,
+        &simdex_b::index::OpenOptions::default().with_populate(true),
+    )
+    .expect("open B");
+    let run_a = |q: &[u64]| -> usize {
+        match mode {
+            "near" => q.iter().map(|&f| ia.near(f, 3).unwrap().len()).sum(),
+            _ => ia.near_many(q, 3).unwrap().iter().map(|m| m.len()).sum(),
+        }
+    };
+    let run_b = |q: &[u64]| -> usize {
+        match mode {
+            "near" => q.iter().map(|&f| ib.near(f, 3).unwrap().len()).sum(),
+            _ => ib.near_many(q, 3).unwrap().iter().map(|m| m.len()).sum(),
+        }
+    };
+    let (mut ta, mut tb, mut ratio) = (vec![], vec![], vec![]);
+    let mut off = 0;
+    // Round 0 warms both up and is not counted.
+    for r in 0..=rounds {
+        let q = &qs[off..off + n];
+        off = (off + n) % (qs.len() - n);
+        let time = |f: &dyn Fn(&[u64]) -> usize| {
+            let t = Instant::now();
+            let found = f(q);
+            (t.elapsed().as_secs_f64() * 1e6 / n as f64, found)
+        };
+        let ((a, fa), (b, fb)) = if r % 2 == 0 {
+            let x = time(&run_a);
+            (x, time(&run_b))
+        } else {
+            let y = time(&run_b);
+            (time(&run_a), y)
+        };
+        assert_eq!(
+            fa, fb,
+            "A and B found different numbers of matches in round {r}"
+        );
+        if r > 0 {
+            ta.push(a);
+            tb.push(b);
+            ratio.push(b / a);
+        }
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (min_a, min_b) = (
+        ta.iter().copied().fold(f64::MAX, f64::min),
+        tb.iter().copied().fold(f64::MAX, f64::min),
+    );
+    println!(
+        "{dir} {mode}: µs/query A median {:.3} (min {min_a:.3}), B median {:.3} (min {min_b:.3}); B/A by round: median {:.3}",
+        med(&mut ta),
+        med(&mut tb),
+        med(&mut ratio),
+    );
+}
