@@ -17,6 +17,11 @@ with 0-3 random bits flipped, half random; k = 3. Rows:
 
 Each method's matches are counted and must agree (all are exact). Memory per fingerprint:
 simdex's table bytes on disk and reader RAM, faiss's resident-memory growth while adding.
+
+With `--turns R`, the whole `simdex query` process (one thread) and faiss's first setting (one
+thread) then take R turns, timed back to back with their order alternating, and the ratio is
+printed turn by turn: on a shared VM whose speed drifts between the rows above, the ratio of
+two rows timed minutes apart moves with it.
 """
 
 from __future__ import annotations
@@ -126,6 +131,9 @@ def main() -> int:
     ap.add_argument("--faiss", default="2x32n1,4x16n0",
                     help="faiss MultiHash configurations, NHASHxBITSnNFLIP, comma-separated "
                          "(at 100M each takes ~18 GB: run one at a time where memory is short)")
+    ap.add_argument("--turns", type=int, default=0,
+                    help="then time the whole simdex process and the first faiss setting in turns, "
+                         "one thread each, this many times (see above)")
     a = ap.parse_args()
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -156,7 +164,45 @@ def main() -> int:
         print(f"{t} thread(s): simdex / best faiss: library {lib / best[t]:.2f}x, "
               f"library populated {pop / best[t]:.2f}x, library in memory {inm / best[t]:.2f}x, "
               f"whole process {proc / best[t]:.2f}x")
+    if a.turns > 0 and configs:
+        turns(a.simdex, d / f"idx-{a.n}", d / f"q-{a.n}-{a.queries}.u64", fps, q, configs[0], a.turns)
     return 0 if len(counts) == 1 else 1
+
+
+def turns(exe: str, idx: Path, qf: Path, fps: np.ndarray, q: np.ndarray, config: tuple, n: int) -> None:
+    """The whole `simdex query` process against faiss `config`'s `range_search`, one thread
+    each, timed back to back `n` times (order alternating): queries/s and their ratio per turn."""
+    import faiss
+
+    nhash, b, nflip = config
+    ix = faiss.IndexBinaryMultiHash(64, nhash, b)
+    ix.nflip = nflip
+    ix.add(fps.view(np.uint8).reshape(-1, 8))
+    faiss.omp_set_num_threads(1)
+    env = dict(os.environ, RAYON_NUM_THREADS="1")
+    cmd = [exe, "query", str(idx), "--input", str(qf), "--format", "u64"]
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)  # warm the page cache
+
+    def simdex_qps() -> float:
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        return len(q) / (time.perf_counter() - t0)
+
+    def faiss_qps() -> float:
+        t0 = time.perf_counter()
+        ix.range_search(q.view(np.uint8).reshape(-1, 8), 4)
+        return len(q) / (time.perf_counter() - t0)
+
+    ratios = []
+    print(f"\nturns, one thread: whole `simdex query` process against faiss MultiHash {nhash}x{b}, nflip {nflip}")
+    for i in range(n):
+        if i % 2 == 0:
+            s, f = simdex_qps(), faiss_qps()
+        else:
+            f, s = faiss_qps(), simdex_qps()
+        ratios.append(s / f)
+        print(f"turn {i + 1}: simdex {s:,.0f} q/s, faiss {f:,.0f} q/s, ratio {s / f:.2f}x")
+    print(f"median ratio {sorted(ratios)[len(ratios) // 2]:.2f}x over {n} turns")
 
 
 if __name__ == "__main__":
