@@ -184,6 +184,12 @@ impl Residency {
     }
 }
 
+thread_local! {
+    /// Each thread's plan buffer for [`MultiScan::run`], between calls.
+    static PLAN: std::cell::Cell<Option<Box<[Planned; MAX_PROBES]>>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// A set of tables scanned many probes at a time.
 pub(crate) struct MultiScan<'a, D> {
     pub(crate) tables: &'a [Table<D>],
@@ -273,11 +279,32 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         probes: &impl Probes,
         k: u32,
         work: &mut Work,
+        emit: impl FnMut(usize, u64, u32),
+    ) -> Result<()> {
+        // The plan's buffer is kept per thread between calls (a call that finds none, a
+        // nested one, makes its own): a fresh one, 64 probes of 104 bytes zeroed, cost
+        // 0.86-0.91x of a single query's time at 1M-100M keys (BENCHMARKS.md, part 8). What
+        // an earlier query left in it is overwritten before it is read (`plan`).
+        let mut plan = PLAN
+            .take()
+            .unwrap_or_else(|| Box::new([Planned::default(); MAX_PROBES]));
+        let done = self.run_in(probes, k, work, emit, &mut plan);
+        PLAN.set(Some(plan));
+        done
+    }
+
+    /// [`run`](Self::run) with the plan's buffer `plan`.
+    #[inline(always)]
+    fn run_in(
+        &self,
+        probes: &impl Probes,
+        k: u32,
+        work: &mut Work,
         mut emit: impl FnMut(usize, u64, u32),
+        plan: &mut [Planned; MAX_PROBES],
     ) -> Result<()> {
         let tables = self.tables;
-        let mut plan = [Planned::default(); MAX_PROBES];
-        let planned = self.plan(probes, work, &mut plan);
+        let planned = self.plan(probes, work, plan);
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
             let lanes = super::lanes::Lanes { tables };
