@@ -282,9 +282,10 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         emit: impl FnMut(usize, u64, u32),
     ) -> Result<()> {
         // The plan's buffer is kept per thread between calls (a call that finds none, a
-        // nested one, makes its own): a fresh one, 64 probes of 104 bytes zeroed, cost
-        // 0.86-0.91x of a single query's time at 1M-100M keys (BENCHMARKS.md, part 8). What
-        // an earlier query left in it is overwritten before it is read (`plan`).
+        // nested one, makes its own) rather than zeroed afresh on the stack, 64 probes of 104
+        // bytes: that made a single query 0.87-0.95x of its time at 1M-100M keys
+        // (BENCHMARKS.md, part 8). What an earlier query left in it is overwritten before it
+        // is read (`plan`).
         let mut plan = PLAN
             .take()
             .unwrap_or_else(|| Box::new([Planned::default(); MAX_PROBES]));

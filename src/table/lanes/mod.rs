@@ -75,8 +75,8 @@ const MSB: u64 = 1 << 63;
 /// 10M keys a design-4 probe decodes ~160 keys, seven lines) came from the hardware's
 /// prefetchers, which follow a stream per load instruction. While a lane's load instruction
 /// served a lane of several groups it walked as many streams in turn and the prefetchers lost
-/// them (two groups were 1.3x slower per query than one at 10M, design 4); with one group the
-/// hint is level, and it keeps the stream ahead whatever the hardware does (BENCHMARKS.md,
+/// them (two groups were 1.3x slower per query than one at 10M, design 4). With one group the
+/// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does (BENCHMARKS.md,
 /// part 8).
 const STREAM_AHEAD: usize = 128;
 
