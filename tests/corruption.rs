@@ -652,6 +652,8 @@ fn arbitrary_blocks_decode_ascending_or_fail_never_panic() {
             head: match case % 3 {
                 0 => Head::Compact {
                     after: (next() % 2 == 0).then(|| next() >> (next() % 64)),
+                    // Format 3, or format 4 aligned to a few prefix widths.
+                    align: [0u8, 0, 4, 12, 30][next() as usize % 5],
                 },
                 _ => Head::Wide,
             },

@@ -15,6 +15,8 @@ struct Vector {
     codec: Codec,
     /// Keys per segment: 0 for format 1, else a format-2 or format-3 table.
     segment_keys: u32,
+    /// Format 4: the prefix bits its segments are aligned to (0: other formats).
+    aligned_prefix: u32,
     /// Whether this build's writer still writes the vector's format (format 2 is read, and
     /// no longer written: segmented tables are written in format 3).
     written: bool,
@@ -28,6 +30,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -36,6 +39,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -44,6 +48,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -52,6 +57,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::HDelta,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -60,6 +66,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::Gap,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -68,6 +75,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::Gap,
             segment_keys: 0,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -76,6 +84,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
             segment_keys: 2,
+            aligned_prefix: 0,
             written: false,
         },
         Vector {
@@ -84,6 +93,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::HDelta,
             segment_keys: 5,
+            aligned_prefix: 0,
             written: false,
         },
         Vector {
@@ -92,6 +102,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::Gap,
             segment_keys: 5,
+            aligned_prefix: 0,
             written: false,
         },
         Vector {
@@ -100,6 +111,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::identity(),
             codec: Codec::HDelta,
             segment_keys: 2,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -108,6 +120,7 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::HDelta,
             segment_keys: 5,
+            aligned_prefix: 0,
             written: true,
         },
         Vector {
@@ -116,6 +129,25 @@ fn vectors() -> Vec<Vector> {
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
             codec: Codec::Gap,
             segment_keys: 5,
+            aligned_prefix: 0,
+            written: true,
+        },
+        Vector {
+            name: "v4-multi-block",
+            block_size: 256,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::HDelta,
+            segment_keys: 3,
+            aligned_prefix: 4,
+            written: true,
+        },
+        Vector {
+            name: "v4-gap-multi-block",
+            block_size: 256,
+            permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
+            codec: Codec::Gap,
+            segment_keys: 3,
+            aligned_prefix: 4,
             written: true,
         },
     ]
@@ -151,7 +183,7 @@ fn source_keys(v: &Vector) -> Vec<u64> {
             0x1A2B_3C4D_5E6F_70F0,
         ],
         "v1-multi-block" | "v1-gap-multi-block" | "v2-multi-block" | "v2-gap-multi-block"
-        | "v3-multi-block" | "v3-gap-multi-block" => {
+        | "v3-multi-block" | "v3-gap-multi-block" | "v4-multi-block" | "v4-gap-multi-block" => {
             let mut s = 7;
             (0..300)
                 .map(|_| v.permutation.apply(splitmix(&mut s)))
@@ -172,13 +204,15 @@ fn golden_vectors_decode_and_reproduce() {
             .with_block_size(v.block_size)
             .with_permutation(v.permutation.clone())
             .with_codec(v.codec)
-            .with_segment_keys(v.segment_keys);
+            .with_segment_keys(v.segment_keys)
+            .with_aligned_prefix(v.aligned_prefix);
         let bin = dir().join(format!("{}.sxt", v.name));
         if regen && v.written {
             let keys = source_keys(&v);
-            let segments = match v.segment_keys {
-                0 => String::new(),
-                s => format!(", {s} keys per segment"),
+            let segments = match (v.segment_keys, v.aligned_prefix) {
+                (0, _) => String::new(),
+                (s, 0) => format!(", {s} keys per segment"),
+                (s, p) => format!(", segments of at least {s} keys aligned to {p} prefix bits"),
             };
             let mut txt = format!(
                 "# {}: {} keys, block size {}{segments}, hex, ascending\n",
@@ -206,6 +240,7 @@ fn golden_vectors_decode_and_reproduce() {
         assert_eq!(t.block_size(), v.block_size);
         assert_eq!(t.codec(), v.codec);
         assert_eq!(t.segment_keys(), v.segment_keys, "{}", v.name);
+        assert_eq!(t.aligned_prefix(), v.aligned_prefix, "{}", v.name);
         assert_eq!(
             t.format_version(),
             v.name[1..2].parse::<u32>().unwrap(),

@@ -56,30 +56,42 @@ fn probe_points<D: AsRef<[u8]>>(t: &Table<D>, keys: &[u64], seed: u64) -> Vec<u6
 }
 
 /// Check `keys` at `block_size` with every codec.
-/// Every codec, unsegmented (format 1) and in segments of 2 and 16 keys (format 2).
+/// Every codec, unsegmented (format 1), in segments of 2 and 16 keys (format 3) and in
+/// segments aligned to prefix runs (format 4).
 fn check_table(name: &str, keys: &[u64], block_size: u32) {
     for codec in Codec::ALL {
-        for segment_keys in [0, 2, 16] {
+        // Format 1, format 3, and format 4 aligned to runs of several lengths (the top 4,
+        // 12 bits: runs of many blocks, runs of a few keys).
+        for (segment_keys, align) in [(0, 0), (2, 0), (16, 0), (2, 4), (3, 12)] {
             if segment_keys > 0 && block_size > 8192 {
                 continue;
             }
-            check_table_with(name, keys, block_size, codec, segment_keys);
+            check_table_with(name, keys, block_size, codec, segment_keys, align);
         }
     }
 }
 
-fn check_table_with(name: &str, keys: &[u64], block_size: u32, codec: Codec, segment_keys: u32) {
+fn check_table_with(
+    name: &str,
+    keys: &[u64],
+    block_size: u32,
+    codec: Codec,
+    segment_keys: u32,
+    align: u32,
+) {
     let o = TableOptions::default()
         .with_block_size(block_size)
         .with_codec(codec)
-        .with_segment_keys(segment_keys);
+        .with_segment_keys(segment_keys)
+        .with_aligned_prefix(align);
     let bytes = table::build_bytes(keys, &o).unwrap();
     let t = Table::from_bytes(&bytes).unwrap();
     assert_eq!(t.codec(), codec);
     assert_eq!(t.block_size(), block_size);
     assert_eq!(t.segment_keys(), segment_keys);
     let set: BTreeSet<u64> = keys.iter().copied().collect();
-    let ctx = format!("{name} B={block_size} codec {codec} S={segment_keys}");
+    assert_eq!(t.aligned_prefix(), align);
+    let ctx = format!("{name} B={block_size} codec {codec} S={segment_keys} aligned {align}");
     assert_eq!(t.len(), set.len() as u64, "{ctx}");
     assert_eq!(collect(t.iter()), keys, "{ctx}: full iteration");
     assert_eq!(t.verify().unwrap().keys, keys.len() as u64, "{ctx}");

@@ -5,6 +5,9 @@
 //! and the ratio B/A is taken round by round.
 //!
 //! usage: ab-harness INDEX QUERIES.u64 BATCH ROUNDS MODE   (MODE: many | near)
+//!
+//! INDEX may be `DIR_A,DIR_B`: A opens the first, B the second (two builds of the same keys
+//! in two layouts, such as a format only B reads).
 
 use std::time::Instant;
 
@@ -14,7 +17,8 @@ fn main() {
         eprintln!("usage: ab-harness INDEX QUERIES.u64 BATCH ROUNDS many|near");
         std::process::exit(2);
     }
-    let (dir, mode) = (&a[1], a[5].as_str());
+    let mode = a[5].as_str();
+    let (dir_a, dir_b) = a[1].split_once(',').unwrap_or((&a[1], &a[1]));
     let bytes = std::fs::read(&a[2]).expect("query file");
     let qs: Vec<u64> = bytes
         .chunks_exact(8)
@@ -24,12 +28,12 @@ fn main() {
     let rounds: usize = a[4].parse().expect("ROUNDS");
     assert!(n > 0 && n < qs.len(), "BATCH must be below the query count");
     let ia = simdex_a::Index::open_with(
-        dir,
+        dir_a,
         &simdex_a::index::OpenOptions::default().with_populate(true),
     )
     .expect("open A");
     let ib = simdex_b::Index::open_with(
-        dir,
+        dir_b,
         &simdex_b::index::OpenOptions::default().with_populate(true),
     )
     .expect("open B");
@@ -82,7 +86,8 @@ fn main() {
         tb.iter().copied().fold(f64::MAX, f64::min),
     );
     println!(
-        "{dir} {mode}: µs/query A median {:.3} (min {min_a:.3}), B median {:.3} (min {min_b:.3}); B/A by round: median {:.3}",
+        "{} {mode}: µs/query A median {:.3} (min {min_a:.3}), B median {:.3} (min {min_b:.3}); B/A by round: median {:.3}",
+        a[1],
         med(&mut ta),
         med(&mut tb),
         med(&mut ratio),

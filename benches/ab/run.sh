@@ -9,7 +9,8 @@
 # back on the same BATCH queries (default 10000, 20 rounds), through `near_many` (many, the
 # default) or one `near` call per query (near). It prints both medians and the median of the
 # per-round ratios B/A, which this VM's drifts (up to 2x between processes) move far less than
-# the times themselves. Both must find the same number of matches in every round.
+# the times themselves. Both must find the same number of matches in every round. INDEX may be
+# DIR_A,DIR_B: the same keys built by A and by B (a layout only B reads).
 set -euo pipefail
 base=${1:?git revision of build A}
 idx=${2:?index directory}

@@ -87,7 +87,7 @@ pub fn run(a: Args) -> Result<()> {
             s.design.tables().len(),
             s.design.k(),
             s.block_size,
-            crate::util::segments_note(s.segment_keys),
+            crate::util::segments_note(s.segment_keys, s.aligned_tables, s.design.tables().len()),
             human_bytes(s.table_bytes as f64),
             s.table_bytes as f64 * 8.0 / s.keys.max(1) as f64 / s.design.tables().len() as f64,
             if s.external { "; external sort" } else { "" },

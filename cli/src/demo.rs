@@ -48,7 +48,7 @@ pub fn run(a: Args) -> Result<()> {
         s.design.tables().len(),
         s.design.k(),
         s.block_size,
-        crate::util::segments_note(s.segment_keys)
+        crate::util::segments_note(s.segment_keys, s.aligned_tables, s.design.tables().len())
     )?;
     let idx = Index::open(&dir)?;
     let st = idx.stats();

@@ -37,7 +37,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     let r = if a.json {
         writeln!(
             w,
-            "{{\"fingerprints\":{},\"design\":\"{}\",\"k\":{},\"radius\":{},\"tables\":{},\"block_size\":{},\"segment_keys\":{},\
+            "{{\"fingerprints\":{},\"design\":\"{}\",\"k\":{},\"radius\":{},\"tables\":{},\"block_size\":{},\"segment_keys\":{},\"aligned_tables\":{},\
              \"disk_bytes\":{},\"bits_per_fingerprint_per_table\":{:.4},\"information_bound_bits\":{:.4},\
              \"memory_bytes\":{},\"probes_per_query\":{}}}",
             s.keys,
@@ -47,6 +47,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             s.tables,
             s.block_size,
             s.segment_keys,
+            s.aligned_tables,
             s.disk_bytes,
             s.bits_per_key_per_table,
             simdex::table::information_bound(s.keys),
@@ -63,13 +64,13 @@ pub fn stats(a: StatsArgs) -> Result<()> {
                     s.design, s.tables, s.k, s.radius, s.probes_per_query
                 )
             })
-            .and_then(|_| match s.segment_keys {
-                0 => writeln!(w, "block size       {} bytes", s.block_size),
-                n => writeln!(
+            .and_then(|_| {
+                writeln!(
                     w,
-                    "block size       {} bytes, segments of {n} keys",
-                    s.block_size
-                ),
+                    "block size       {} bytes{}",
+                    s.block_size,
+                    crate::util::segments_note(s.segment_keys, s.aligned_tables, s.tables)
+                )
             })
             .and_then(|_| {
                 writeln!(

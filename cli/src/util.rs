@@ -62,11 +62,16 @@ pub fn parse_segment_keys(s: &str) -> Result<Option<u32>> {
     Ok(Some(n))
 }
 
-/// ", segments of N keys" for a segmented layout, nothing for format 1.
-pub fn segments_note(segment_keys: u32) -> String {
-    match segment_keys {
-        0 => String::new(),
-        n => format!(", segments of {n} keys"),
+/// ", segments of N keys" for a segmented layout (and how many of `tables` tables align
+/// theirs to their prefix runs), nothing for format 1.
+pub fn segments_note(segment_keys: u32, aligned: usize, tables: usize) -> String {
+    match (segment_keys, aligned) {
+        (0, _) => String::new(),
+        (n, 0) => format!(", segments of {n} keys"),
+        (_, a) => format!(
+            ", segments aligned to prefix runs in {a} of {tables} tables (at least {} keys)",
+            simdex::design::ALIGNED_SEGMENT_KEYS
+        ),
     }
 }
 

@@ -25,8 +25,8 @@ fuzz_target!(|data: &[u8]| {
     block[..n].copy_from_slice(&rest[..n]);
     let crc = block_crc(176, &block[..size - 4]);
     block[size - 4..].copy_from_slice(&crc.to_le_bytes());
-    // Format 1, or format 2 or 3 with S, the footer's last key and (format 3) the key before
-    // the block taken from the input.
+    // Format 1, or format 2, 3 or 4 with S, the footer's last key, (formats 3 and 4) the key
+    // before the block and (format 4) the aligned prefix taken from the input.
     let after = u64::from_le_bytes(freq_bytes[24..32].try_into().unwrap());
     let layout = match freq_bytes[1] {
         0..=127 => Layout::UNSEGMENTED,
@@ -35,8 +35,8 @@ fuzz_target!(|data: &[u8]| {
             last: u64::from_le_bytes(freq_bytes[8..16].try_into().unwrap()),
             head: match freq_bytes[2] % 3 {
                 0 => Head::Wide,
-                1 => Head::Compact { after: None },
-                _ => Head::Compact { after: Some(after) },
+                1 => Head::Compact { after: None, align: freq_bytes[3] % 64 },
+                _ => Head::Compact { after: Some(after), align: freq_bytes[3] % 64 },
             },
         },
     };

@@ -70,6 +70,31 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
     }
 }
 
+/// Fewest keys a table's prefix runs must average for its segments to be aligned to them.
+pub const ALIGN_MIN_RUN: f64 = 8.0;
+/// Most keys per segment of an aligned table, S: a run shorter than this shares its
+/// segment with the runs after it, so that an entry (about 41 bits at a million keys) serves
+/// several keys.
+pub const ALIGNED_SEGMENT_KEYS: u32 = 8;
+
+/// The prefix bits a table of `n` keys probed by `prefix_bits`-bit prefixes, in segments of
+/// `segment_keys` keys, aligns its segments to (format 4), and the segment length it then
+/// uses; `(0, segment_keys)` where it does not: unsegmented tables, and runs that average
+/// fewer than [`ALIGN_MIN_RUN`] keys, where a probe's run starts a segment too rarely to pay
+/// for the entries' key indices.
+pub fn auto_alignment(n: u64, prefix_bits: u32, segment_keys: u32) -> (u32, u32) {
+    alignment(n, prefix_bits, segment_keys, ALIGN_MIN_RUN)
+}
+
+/// [`auto_alignment`] with runs of `min_run` keys or more aligned (tests align every run).
+pub(crate) fn alignment(n: u64, prefix_bits: u32, segment_keys: u32, min_run: f64) -> (u32, u32) {
+    let run = n as f64 / 2f64.powi(prefix_bits as i32);
+    if segment_keys == 0 || !(1..=63).contains(&prefix_bits) || run < min_run {
+        return (0, segment_keys);
+    }
+    (prefix_bits, segment_keys.min(ALIGNED_SEGMENT_KEYS))
+}
+
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
 /// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
 ///

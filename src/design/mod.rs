@@ -25,10 +25,12 @@ use crate::permutation::Permutation;
 mod cost;
 mod join;
 
+pub(crate) use cost::alignment;
 pub use cost::{
-    AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES, AUTO_SEGMENT_KEYS, AUTO_SEGMENT_MIN_BLOCK,
-    AUTO_SEGMENTED_BLOCK_SIZE, AUTO_SEGMENTED_INDEX_BYTES, Cost, DEFAULT_MAX_TABLES,
-    auto_block_size, auto_segment_keys, keys_per_block,
+    ALIGN_MIN_RUN, ALIGNED_SEGMENT_KEYS, AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES,
+    AUTO_SEGMENT_KEYS, AUTO_SEGMENT_MIN_BLOCK, AUTO_SEGMENTED_BLOCK_SIZE,
+    AUTO_SEGMENTED_INDEX_BYTES, Cost, DEFAULT_MAX_TABLES, auto_alignment, auto_block_size,
+    auto_segment_keys, keys_per_block,
 };
 pub use join::{check_join_design, join_design};
 

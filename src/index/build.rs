@@ -80,8 +80,10 @@ pub struct BuildOptions {
     pub design: DesignChoice,
     /// Block size of every table; `None` picks [`crate::design::auto_block_size`].
     pub block_size: Option<u32>,
-    /// Keys per segment of every table (0: none, format 1); `None` picks
-    /// [`crate::design::auto_segment_keys`] for the block size.
+    /// Keys per segment of every table (0: none, format 1; else format 3, exactly S keys a
+    /// segment); `None` picks [`crate::design::auto_segment_keys`] for the block size, and
+    /// aligns a table's segments to its prefix runs where they average enough keys
+    /// ([`crate::design::auto_alignment`], format 4).
     pub segment_keys: Option<u32>,
     /// Codec of every table.
     pub codec: crate::codec::Codec,
@@ -89,6 +91,9 @@ pub struct BuildOptions {
     pub mem_bytes: u64,
     /// Progress reports and cancellation.
     pub progress: ProgressHandle,
+    /// The fewest keys a table's prefix runs must average for an automatic S to align its
+    /// segments to them ([`crate::design::ALIGN_MIN_RUN`]; tests lower it).
+    pub(crate) align_min_run: f64,
 }
 
 impl Default for BuildOptions {
@@ -101,6 +106,7 @@ impl Default for BuildOptions {
             codec: crate::codec::Codec::HDelta,
             mem_bytes: 1 << 30,
             progress: ProgressHandle::none(),
+            align_min_run: crate::design::ALIGN_MIN_RUN,
         }
     }
 }
@@ -157,6 +163,9 @@ pub struct BuildSummary {
     pub block_size: u32,
     /// Keys per segment of its tables (0: none).
     pub segment_keys: u32,
+    /// Tables whose segments are aligned to their prefix runs (format 4, segments of at
+    /// least [`crate::design::ALIGNED_SEGMENT_KEYS`] keys).
+    pub aligned_tables: usize,
     /// Bytes of all table files.
     pub table_bytes: u64,
     /// Whether the build spilled to disk.
@@ -233,6 +242,10 @@ pub fn build(
         opts.codec,
         block_size,
         segment_keys,
+        // An S given explicitly is kept exactly (format 3); an automatic one aligns.
+        opts.segment_keys
+            .is_none()
+            .then_some((n, opts.align_min_run)),
     );
     let build_one = |i: usize| -> Result<TableEntry> {
         let perm = &design.tables()[i].permutation;
@@ -278,12 +291,23 @@ pub fn build(
     drop(spill_lock);
     drop(spill);
     staging.publish()?;
+    let aligned_tables = match opts.segment_keys {
+        Some(_) => 0,
+        None => design
+            .tables()
+            .iter()
+            .filter(|t| {
+                crate::design::alignment(n, t.prefix_bits, segment_keys, opts.align_min_run).0 > 0
+            })
+            .count(),
+    };
     Ok(BuildSummary {
         input: input_count,
         keys: n,
         design,
         block_size,
         segment_keys,
+        aligned_tables,
         table_bytes,
         external: matches!(base.data, Base::File(_)),
         elapsed: start.elapsed(),

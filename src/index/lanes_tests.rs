@@ -101,7 +101,8 @@ fn build(dir: &std::path::Path, keys: &[u64], design: &str, block: u32) -> Index
     build_segmented(dir, keys, design, block, 0)
 }
 
-/// [`build`] with `segment_keys` keys per segment (0: format 1).
+/// [`build`] with `segment_keys` keys per segment (0: format 1; `ALIGNED`: every table's
+/// segments aligned to its prefix runs, format 4, whatever the runs' length).
 fn build_segmented(
     dir: &std::path::Path,
     keys: &[u64],
@@ -109,13 +110,21 @@ fn build_segmented(
     block: u32,
     segment_keys: u32,
 ) -> Index {
-    let opts = BuildOptions::default()
+    let mut opts = BuildOptions::default()
         .with_design(DesignChoice::Named(design.to_string()))
         .with_block_size(Some(block))
-        .with_segment_keys(Some(segment_keys));
+        .with_segment_keys((segment_keys != ALIGNED).then_some(segment_keys));
+    opts.align_min_run = 0.0;
     index::build(dir, keys.iter().map(|&x| Ok(x)), &opts).unwrap();
-    Index::open(dir).unwrap()
+    let idx = Index::open(dir).unwrap();
+    if segment_keys == ALIGNED {
+        assert!(idx.tables.iter().all(|t| t.format_version() == 4));
+    }
+    idx
 }
+
+/// [`build_segmented`]'s S for aligned segments (an automatic S).
+const ALIGNED: u32 = u32::MAX;
 
 #[test]
 fn lanes_answer_as_the_scalar_loop_and_brute_force() {
@@ -139,6 +148,10 @@ fn lanes_answer_as_the_scalar_loop_and_brute_force() {
             // Probe-radius designs (66 and 198 probes), scanned in chunks of probes.
             ("m2c1r1", 4096, 20),
             ("m4c2r1", 1024, 5),
+            // Format 4: segments aligned to each table's prefix runs.
+            ("4", 4096, ALIGNED),
+            ("10", 1024, ALIGNED),
+            ("m4c2r1", 2048, ALIGNED),
         ] {
             let dir = tmp.path().join(format!("{name}-{design}-{block}-{seg}"));
             let mut idx = build_segmented(&dir, &keys, design, block, seg);
@@ -205,9 +218,10 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let keys = random(30_000, 2);
-    // Format 1, and format 3, whose zeroed skip entries point every segment at bit 0 and
-    // whose zeroed first key is a delta that may not fit its segment.
-    for (bs, seg) in [(256usize, 0u32), (1024, 4)] {
+    // Format 1, and formats 3 and 4, whose zeroed skip entries point every segment at bit 0
+    // (format 4: and at key 0) and whose zeroed first key is a delta that may not fit its
+    // segment.
+    for (bs, seg) in [(256usize, 0u32), (1024, 4), (4096, ALIGNED)] {
         let dir = tmp.path().join(format!("idx-{seg}"));
         let blocks = build_segmented(&dir, &keys, "4", bs as u32, seg).tables[0].block_count();
         let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
@@ -221,10 +235,18 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
         for b in (0..blocks).step_by(7) {
             let off = HEADER_LEN + b as usize * bs;
             let block = &mut tables[0][off..off + bs];
-            let head = if seg == 0 {
-                BLOCK_HEADER_LEN
-            } else {
-                Head::Compact { after: None }.bytes()
+            let head = match seg {
+                0 => BLOCK_HEADER_LEN,
+                ALIGNED => Head::Compact {
+                    after: None,
+                    align: 16,
+                }
+                .bytes(),
+                _ => Head::Compact {
+                    after: None,
+                    align: 0,
+                }
+                .bytes(),
             };
             block[head..crc_at].fill(0);
             let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);

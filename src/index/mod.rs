@@ -53,8 +53,11 @@ pub struct IndexStats {
     pub tables: usize,
     /// Block size.
     pub block_size: u32,
-    /// Keys per segment of the tables' blocks (0: format 1, no segments).
+    /// Keys per segment of the first table's blocks (0: format 1, no segments; the fewest
+    /// in a format-4 table, whose segments start at its prefix runs).
     pub segment_keys: u32,
+    /// Tables whose segments are aligned to their prefix runs (format 4).
+    pub aligned_tables: usize,
     /// Bytes of all table files.
     pub disk_bytes: u64,
     /// Disk bits per fingerprint per table (every overhead included).
@@ -368,6 +371,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             tables: self.tables.len(),
             block_size: self.manifest.block_size,
             segment_keys: self.tables.first().map_or(0, |t| t.segment_keys()),
+            aligned_tables: self
+                .tables
+                .iter()
+                .filter(|t| t.aligned_prefix() > 0)
+                .count(),
             disk_bytes: disk,
             bits_per_key_per_table: if self.is_empty() {
                 0.0

@@ -18,6 +18,10 @@ pub(crate) struct IndexWriter<'a> {
     codec: Codec,
     block_size: u32,
     segment_keys: u32,
+    /// Keys per table, and the fewest keys a run must average, where segments may align to
+    /// the tables' runs (their prefix bits decide, [`crate::design::auto_alignment`]);
+    /// `None`: segments of exactly S keys.
+    align: Option<(u64, f64)>,
 }
 
 impl<'a> IndexWriter<'a> {
@@ -28,6 +32,7 @@ impl<'a> IndexWriter<'a> {
         codec: Codec,
         block_size: u32,
         segment_keys: u32,
+        align: Option<(u64, f64)>,
     ) -> Self {
         IndexWriter {
             dir,
@@ -35,14 +40,21 @@ impl<'a> IndexWriter<'a> {
             codec,
             block_size,
             segment_keys,
+            align,
         }
     }
 
     /// The options of table `i`: the design's permutation, the codec and block size.
     fn options(&self, i: usize) -> TableOptions {
+        let t = &self.design.tables()[i];
+        let (align, segment_keys) = match self.align {
+            Some((n, run)) => crate::design::alignment(n, t.prefix_bits, self.segment_keys, run),
+            None => (0, self.segment_keys),
+        };
         TableOptions::default()
             .with_block_size(self.block_size)
-            .with_segment_keys(self.segment_keys)
+            .with_segment_keys(segment_keys)
+            .with_aligned_prefix(align)
             .with_codec(self.codec)
             .with_permutation(self.design.tables()[i].permutation.clone())
     }

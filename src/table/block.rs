@@ -204,6 +204,9 @@ pub struct BlockDecoder<'a> {
     offset: u64,
     /// The byte of the block where the stream starts.
     stream_at: u32,
+    /// Format 4: the decode ends at a segment that starts above this key
+    /// ([`stop_above`](Self::stop_above)).
+    stop: u64,
 }
 
 impl<'a> BlockDecoder<'a> {
@@ -267,7 +270,7 @@ impl<'a> BlockDecoder<'a> {
         let first = match head {
             Head::Wide => u64::from_le_bytes(block[4..12].try_into().unwrap()),
             Head::Compact { .. } if j > 0 => 0,
-            Head::Compact { after } => {
+            Head::Compact { after, .. } => {
                 let Some((first, end)) = decode_first(stream, table, codec, &segments, after) else {
                     return Err(bad_first(stream, index, offset + stream_at as u64, after));
                 };
@@ -293,6 +296,7 @@ impl<'a> BlockDecoder<'a> {
             index,
             offset,
             stream_at: stream_at as u32,
+            stop: u64::MAX,
         };
         d.start_segment(j);
         Ok(d)
@@ -308,6 +312,15 @@ impl<'a> BlockDecoder<'a> {
         if j > 0 {
             self.start_segment(j);
         }
+    }
+
+    /// End the block's keys, for a scan of a range ending at `hi`, where a segment starts
+    /// above `hi` by its skip entry (format 4, `Segments::starts_above`): the scan stops
+    /// there as it would at that segment's first key, without reading it, as the vector
+    /// lanes do.
+    #[inline]
+    pub(crate) fn stop_above(&mut self, hi: u64) {
+        self.stop = hi;
     }
 
     /// Go on at the last segment that can hold a key `>= key` first, if that segment comes
@@ -340,14 +353,11 @@ impl<'a> BlockDecoder<'a> {
         self.prev = s.key;
         self.pos = s.pos;
         self.end = s.end;
-        self.remaining = self.segments.keys_from(j);
+        let count = self.segments.count();
+        self.remaining = count - s.first;
         // `remaining` when segment `j`'s successor starts; in the last segment, 1 if the
         // block's last key is not coded (format 3), else 0 (never).
-        self.raw_at = if j < self.segments.len() {
-            self.segments.keys_from(j + 1)
-        } else {
-            self.segments.implicit_last() as u32
-        };
+        self.raw_at = count - s.next;
     }
 
     #[cold]
@@ -367,6 +377,10 @@ impl<'a> BlockDecoder<'a> {
             return self.take_implicit_last();
         }
         let j = self.segment + 1;
+        if self.segments.starts_above(j, self.stop) {
+            self.remaining = 0;
+            return None;
+        }
         let Some(s) = self.segments.next(self.stream, j, self.pos, self.prev) else {
             self.fail_segment(j);
             return None;

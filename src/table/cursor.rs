@@ -55,7 +55,7 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
             hi,
             lo,
             block,
-            dec: table.block_at(block, lo)?,
+            dec: table.block_at_until(block, lo, hi)?,
         })
     }
 
@@ -117,7 +117,7 @@ impl<'a, D: AsRef<[u8]>> Cursor<'a, D> {
     fn open_next(&mut self, next: u64, from: u64, blocks: &mut u64) -> Result<bool> {
         self.block = next;
         *blocks += 1;
-        self.dec = self.table.block_at(next, from)?;
+        self.dec = self.table.block_at_until(next, from, self.hi)?;
         Ok(true)
     }
 

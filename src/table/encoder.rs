@@ -15,6 +15,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     key: u64,
+    /// Whether the key starts a segment (coded raw, with a skip entry) once it is coded.
+    start: bool,
     code: u64,
     code_len: u32,
     suffix: u64,
@@ -31,8 +33,14 @@ pub struct BlockEncoder {
     count: u32,
     first: u64,
     last: u64,
-    /// S, keys per segment (0: unsegmented, format 1).
+    /// S, keys per segment (0: unsegmented, format 1); in format 4 the fewest.
     segment_keys: u32,
+    /// Format 4: the prefix bits segments are aligned to; 0: segments of exactly S keys.
+    align: u32,
+    /// Segmented blocks: the pending keys that start segments, and the index of the last
+    /// key that started one (0, the first key, at a block's start).
+    starts: u32,
+    last_start: u32,
     /// Segmented blocks: every key after the first, coded at [`finish`](Self::finish).
     pending: Vec<Pending>,
     /// Segmented blocks: the bits of the deltas in `pending` (segment starts excluded).
@@ -44,28 +52,43 @@ pub struct BlockEncoder {
 }
 
 impl BlockEncoder {
-    /// An empty encoder for blocks cut into segments of `segment_keys` keys (0: none, the
-    /// format-1 block). The caller has checked `segment_keys` against the block size
-    /// (`format::check_segment_keys`).
-    pub fn segmented(block_size: u32, codec: Codec, segment_keys: u32) -> BlockEncoder {
+    /// An empty encoder for blocks laid out as `opts` says: cut into segments of
+    /// `segment_keys` keys (0: none, the format-1 block), aligned to `aligned_prefix` bits
+    /// (format 4) where that is not 0. The caller has checked the options
+    /// (`format::check_segment_keys`, `format::check_aligned_prefix`).
+    pub fn new(opts: &super::TableOptions) -> BlockEncoder {
+        let (block_size, segment_keys) = (opts.block_size, opts.segment_keys);
+        let align = if segment_keys == 0 {
+            0
+        } else {
+            opts.aligned_prefix
+        };
+        let head = segment::Head::Compact {
+            after: None,
+            align: align as u8,
+        };
         BlockEncoder {
             block_size,
-            codec,
+            codec: opts.codec,
             capacity_bits: if segment_keys == 0 {
                 stream_bits(block_size)
             } else {
-                (block_size as u64 - (segment::COMPACT_HEAD_LEN + BLOCK_TRAILER_LEN) as u64) * 8
+                (block_size as u64 - (head.bytes() + BLOCK_TRAILER_LEN) as u64) * 8
             },
             bits: BitWriter::new(),
             count: 0,
             first: 0,
             last: 0,
             segment_keys,
+            align,
+            starts: 0,
+            last_start: 0,
             pending: Vec::new(),
             delta_bits: 0,
             after: None,
             first_code: Pending {
                 key: 0,
+                start: false,
                 code: 0,
                 code_len: 0,
                 suffix: 0,
@@ -129,6 +152,7 @@ impl BlockEncoder {
         let Some(a) = self.after else {
             return Ok(Pending {
                 key,
+                start: false,
                 code: key,
                 code_len: 64,
                 suffix: 0,
@@ -142,6 +166,7 @@ impl BlockEncoder {
         }
         Ok(Pending {
             key,
+            start: false,
             code: c,
             code_len: l,
             suffix,
@@ -154,9 +179,16 @@ impl BlockEncoder {
     /// bits, so the size is recomputed from the totals rather than added to.
     fn push_segmented(&mut self, key: u64, code: &Code) -> Result<bool> {
         let index = self.count;
-        let starts_segment = index.is_multiple_of(self.segment_keys);
+        let starts_segment = if self.align == 0 {
+            index.is_multiple_of(self.segment_keys)
+        } else {
+            // The first key of its top `align` bits, S keys or more after the last start.
+            index - self.last_start >= self.segment_keys
+                && (key ^ self.last) >> (64 - self.align) != 0
+        };
         let mut p = Pending {
             key,
+            start: starts_segment,
             code: 0,
             code_len: 0,
             suffix: 0,
@@ -172,16 +204,21 @@ impl BlockEncoder {
         }
         // The key becomes the block's last, which is not coded; the one before it, already
         // pending, now is: the block holds the first key and keys 1..index - 1.
-        let starts = segment::compact_entries(index + 1, self.segment_keys);
+        // The pending keys that start segments: the new key, the uncoded last, never does.
+        let starts = self.starts;
         let base = segment::base(self.after);
         let raw = segment::raw_bits((base ^ key).leading_zeros()) as u64;
         let first = (self.first_code.code_len + self.first_code.suffix_len) as u64;
-        let head = segment::compact_entries_len(starts, self.block_size) as u64 * 8;
+        let head = self.entries_len(starts, index + 1) as u64 * 8;
         if head + first + self.delta_bits + starts as u64 * raw > self.capacity_bits {
             return Ok(false);
         }
         let deltas = self.delta_bits + (p.code_len + p.suffix_len) as u64;
         self.delta_bits = deltas;
+        if starts_segment {
+            self.starts += 1;
+            self.last_start = index;
+        }
         self.pending.push(p);
         self.last = key;
         self.count += 1;
@@ -226,20 +263,32 @@ impl BlockEncoder {
     fn code_segments(&mut self, out: &mut [u8]) -> usize {
         let count = u16::try_from(self.count).expect("a block of at most 8192 bytes");
         out[0..2].copy_from_slice(&count.to_le_bytes());
+        // Every key but the last, which the footer holds.
+        let coded = self.pending.len().saturating_sub(1);
+        let m = self.starts - self.pending.last().is_some_and(|p| p.start) as u32;
+        if self.align > 0 {
+            out[2..4].copy_from_slice(&(m as u16).to_le_bytes());
+        }
         let base = segment::base(self.after);
         let c = (base ^ self.last).leading_zeros();
         let raw = segment::raw_bits(c);
         let w = segment::offset_bits(self.block_size);
+        let x = if self.align > 0 {
+            segment::index_bits(self.count)
+        } else {
+            0
+        };
         let mut entries = BitWriter::new();
         let f = self.first_code;
         self.bits.write(f.code, f.code_len);
         self.bits.write(f.suffix, f.suffix_len);
-        // Every key but the last, which the footer holds.
-        let coded = self.pending.len().saturating_sub(1);
         for (i, p) in self.pending[..coded].iter().enumerate() {
-            if (i as u32 + 1).is_multiple_of(self.segment_keys) {
+            if p.start {
                 entries.write(segment::partial(p.key, c) as u64, segment::PARTIAL_BITS);
                 entries.write(self.bits.bit_len(), w);
+                if x > 0 {
+                    entries.write(i as u64 + 1, x);
+                }
                 let low = u64::MAX.checked_shr(64 - raw).unwrap_or(0);
                 self.bits.write(p.key & low, raw);
             } else {
@@ -249,12 +298,24 @@ impl BlockEncoder {
         }
         self.pending.clear();
         self.delta_bits = 0;
-        let at = segment::COMPACT_HEAD_LEN;
-        let len = segment::compact_entries_len(
-            segment::compact_entries(self.count, self.segment_keys),
-            self.block_size,
-        );
+        self.starts = 0;
+        self.last_start = 0;
+        let at = segment::Head::Compact {
+            after: None,
+            align: self.align as u8,
+        }
+        .bytes();
+        let len = self.entries_len(m, self.count);
         entries.drain_into(&mut out[at..at + len]);
         at + len
+    }
+
+    /// Bytes of `m` skip entries in a block of `count` keys.
+    fn entries_len(&self, m: u32, count: u32) -> usize {
+        if self.align > 0 {
+            segment::aligned_entries_len(m, self.block_size, count)
+        } else {
+            segment::compact_entries_len(m, self.block_size)
+        }
     }
 }

@@ -31,6 +31,10 @@ pub const SEGMENTED_VERSION: u32 = 2;
 /// The format version a segmented table is written in: format 2 with compact block heads (a
 /// u16 count, bit-packed skip entries, the first key coded after the previous block's last).
 pub const COMPACT_VERSION: u32 = 3;
+/// The format version of a table whose segments start where its probes' prefix ranges start:
+/// format 3 with a segment count in each block head and each skip entry's key index, so that
+/// segments may hold any number of keys.
+pub const ALIGNED_VERSION: u32 = 4;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 176;
 /// Trailer length in bytes.
@@ -55,26 +59,42 @@ pub struct Header {
     pub code_lengths: Lengths,
     /// S, keys per segment: 0 for a format-1 table, else its blocks' segment length.
     pub segment_keys: u32,
-    /// The format version: 1 (S = 0), 2 or 3 (S > 0).
+    /// The format version: 1 (S = 0), 2, 3 or 4 (S > 0).
     pub version: u32,
+    /// Format 4: the prefix bits p its segments are aligned to (every segment start is the
+    /// first key of its top p bits); 0 in every other format.
+    pub aligned_prefix: u32,
 }
 
-/// The format version a table of segments of `segment_keys` keys is written in.
-pub fn version_for(segment_keys: u32) -> u32 {
+/// The format version a table of segments of `segment_keys` keys, aligned to `aligned_prefix`
+/// prefix bits (0: not aligned), is written in.
+pub fn version_for(segment_keys: u32, aligned_prefix: u32) -> u32 {
     if segment_keys == 0 {
         FORMAT_VERSION
-    } else {
+    } else if aligned_prefix == 0 {
         COMPACT_VERSION
+    } else {
+        ALIGNED_VERSION
     }
 }
 
 /// Whether this build reads format `version`.
 fn known_version(version: u32) -> bool {
-    (FORMAT_VERSION..=COMPACT_VERSION).contains(&version)
+    (FORMAT_VERSION..=ALIGNED_VERSION).contains(&version)
 }
 
 /// The versions this build reads, for errors.
-const KNOWN_VERSIONS: &str = "1, 2 or 3";
+const KNOWN_VERSIONS: &str = "1, 2, 3 or 4";
+
+/// Check an aligned prefix (0: none, always valid): 1..=63 bits.
+pub fn check_aligned_prefix(aligned_prefix: u32) -> Result<()> {
+    if aligned_prefix > 63 {
+        return Err(Error::InvalidArgument(format!(
+            "aligned prefix {aligned_prefix} bits is not 0 (none) or in 1..=63"
+        )));
+    }
+    Ok(())
+}
 
 /// Check a segment length for blocks of `block_size` bytes (0: unsegmented, always valid).
 pub fn check_segment_keys(segment_keys: u32, block_size: u32) -> Result<()> {
@@ -121,6 +141,7 @@ impl Header {
         LE::write_u64(&mut b[32..40], self.block_count);
         b[40..104].copy_from_slice(self.permutation.as_array());
         b[104..168].copy_from_slice(&self.code_lengths);
+        LE::write_u32(&mut b[168..172], self.aligned_prefix);
         let crc = crc_at(0, &b[..172]);
         LE::write_u32(&mut b[172..176], crc);
         b
@@ -181,8 +202,18 @@ impl Header {
         }
         let reserved: &[(usize, usize)] = match version {
             FORMAT_VERSION => &[(20, 4), (168, 4)],
+            ALIGNED_VERSION => &[],
             _ => &[(168, 4)],
         };
+        let aligned_prefix = LE::read_u32(&b[168..172]);
+        if version == ALIGNED_VERSION && !(1..=63).contains(&aligned_prefix) {
+            return Err(Error::corrupt(
+                "table header aligned prefix",
+                168,
+                "prefix bits in 1..=63",
+                aligned_prefix,
+            ));
+        }
         for &(off, len) in reserved {
             if b[off..off + len].iter().any(|&x| x != 0) {
                 return Err(Error::corrupt(
@@ -214,6 +245,11 @@ impl Header {
             code_lengths,
             segment_keys,
             version,
+            aligned_prefix: if version == ALIGNED_VERSION {
+                aligned_prefix
+            } else {
+                0
+            },
         })
     }
 }

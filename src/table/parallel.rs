@@ -37,6 +37,7 @@ fn build_file_sorted_in(
 ) -> Result<TableSummary> {
     check_block_size(opts.block_size)?;
     super::format::check_segment_keys(opts.segment_keys, opts.block_size)?;
+    super::format::check_aligned_prefix(opts.aligned_prefix)?;
     if keys.len() < 2 * chunk {
         return build_file(path, opts, || Ok(keys.iter().map(|&k| Ok(k))));
     }
@@ -106,7 +107,7 @@ fn encode(
     after: Option<u64>,
 ) -> Result<(Vec<u8>, Vec<u64>, u64)> {
     let b = opts.block_size as usize;
-    let mut enc = BlockEncoder::segmented(opts.block_size, opts.codec, opts.segment_keys);
+    let mut enc = BlockEncoder::new(opts);
     enc.set_after(after);
     let mut blocks = Vec::with_capacity(keys.len() * 8);
     let mut last_keys = Vec::new();

@@ -275,6 +275,12 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.header.segment_keys
     }
 
+    /// The prefix bits the segments of a format-4 table are aligned to (each starts at the
+    /// first key of its top bits), 0 in other formats.
+    pub fn aligned_prefix(&self) -> u32 {
+        self.header.aligned_prefix
+    }
+
     /// The file's format version: 1 (no skip entries), 2 or 3 (segmented; 3 with compact
     /// block heads, what this build writes).
     pub fn format_version(&self) -> u32 {
@@ -380,9 +386,10 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// key and, in format 3, the key before it (the previous block's last).
     #[inline(always)]
     pub(crate) fn layout(&self, i: u64) -> block::Layout {
-        let head = if self.header.version == super::format::COMPACT_VERSION {
+        let head = if self.header.version >= super::format::COMPACT_VERSION {
             block::Head::Compact {
                 after: i.checked_sub(1).map(|p| self.last_keys[p as usize]),
+                align: self.header.aligned_prefix as u8,
             }
         } else {
             block::Head::Wide
@@ -434,6 +441,15 @@ impl<D: AsRef<[u8]>> Table<D> {
     #[inline]
     pub(crate) fn block_at(&self, i: u64, lo: u64) -> Result<BlockDecoder<'_>> {
         self.open_block(i, block::SeekTo::Key(lo))
+    }
+
+    /// [`block_at`](Self::block_at) for a scan of a range ending at `hi`: in format 4 the
+    /// decode ends at a segment that starts above `hi` (`BlockDecoder::stop_above`).
+    #[inline]
+    pub(crate) fn block_at_until(&self, i: u64, lo: u64, hi: u64) -> Result<BlockDecoder<'_>> {
+        let mut d = self.block_at(i, lo)?;
+        d.stop_above(hi);
+        Ok(d)
     }
 
     /// [`block`](Self::block) `i`, started at segment `j` (from

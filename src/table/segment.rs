@@ -81,6 +81,19 @@ pub(crate) struct Start {
     pub(crate) pos: u64,
     /// The stream bit its deltas must end by: the next segment's start, or the stream's end.
     pub(crate) end: u64,
+    /// The index in the block of the segment's first key, and of the key after its last
+    /// coded one (the next segment's first; in the last segment, the block's count less an
+    /// uncoded last key): the segment codes `next - first - 1` keys after its first.
+    pub(crate) first: u32,
+    pub(crate) next: u32,
+}
+
+impl Start {
+    /// Keys the segment codes after its first.
+    #[inline(always)]
+    pub(crate) fn coded_after(&self) -> u32 {
+        self.next - self.first - 1
+    }
 }
 
 /// Where a decode enters a block: segment `j` and, for j ≥ 1, its skip entry's partial key
@@ -92,6 +105,10 @@ pub(crate) struct Entry {
     partial: u16,
     at: u32,
     end: u32,
+    /// The key index of the segment's first key and of the key after its last coded one
+    /// ([`Start`]).
+    first: u32,
+    next: u32,
 }
 
 impl Entry {
@@ -104,6 +121,23 @@ impl Entry {
 
 /// Bytes of a compact block head (format 3): the u16 key count.
 pub const COMPACT_HEAD_LEN: usize = 2;
+/// Bytes of an aligned block head (format 4): the u16 key count, then the u16 segment count.
+pub const ALIGNED_HEAD_LEN: usize = 4;
+
+/// Bits of an aligned skip entry's key index (format 4) in a block of `count` keys: enough
+/// for the count itself (10 bits for 512..=1023 keys).
+#[inline]
+pub fn index_bits(count: u32) -> u32 {
+    32 - count.leading_zeros()
+}
+
+/// Bytes of the bit-packed skip entries of an aligned block (format 4) of `count` keys:
+/// `entries` entries of `16 + offset_bits + index_bits` bits, padded to a byte.
+#[inline]
+pub fn aligned_entries_len(entries: u32, block_size: u32, count: u32) -> usize {
+    let bits = PARTIAL_BITS + offset_bits(block_size) + index_bits(count);
+    (entries as usize * bits as usize).div_ceil(8)
+}
 
 /// Bits of a compact skip entry's stream offset in a block of `block_size` bytes: enough for
 /// any bit of the block (`8 * block_size` bits), 13 at 1024 bytes.
@@ -161,9 +195,19 @@ pub(crate) struct Shape {
     shift: u8,
     /// Format 3: bits of an entry's offset (its partial key first, MSB-first); 0: format 2.
     offset_bits: u8,
+    /// Format 4: bits of an entry's key index (after its offset); 0: segments of S keys.
+    index_bits: u8,
+    /// Format 4: the prefix bits every segment start is the first key of; 0: none.
+    align: u8,
 }
 
 impl Shape {
+    /// Whether the block's segments are aligned to runs (format 4).
+    #[inline(always)]
+    pub(crate) fn aligned(&self) -> bool {
+        self.align > 0
+    }
+
     /// The segments of `block` (all its bytes, the block this shape was taken from), and its
     /// coded stream. Any block of the table's size binds without a panic.
     #[inline(always)]
@@ -184,10 +228,14 @@ pub enum Head {
     Wide,
     /// Format 3: a u16 count and bit-packed skip entries; the first key is the stream's first
     /// item, a delta after `after` (the previous block's last key), or 64 raw bits in the first
-    /// block (`after` = `None`).
+    /// block (`after` = `None`). Format 4 (`align` > 0) adds a u16 segment count after the key
+    /// count and a key index to each skip entry: its segments start at the first key of a
+    /// run sharing their top `align` bits.
     Compact {
         /// The key before the block: the previous block's footer entry.
         after: Option<u64>,
+        /// Format 4: the prefix bits segments are aligned to; 0: format 3.
+        align: u8,
     },
 }
 
@@ -197,7 +245,8 @@ impl Head {
     pub fn bytes(self) -> usize {
         match self {
             Head::Wide => super::block::BLOCK_HEADER_LEN,
-            Head::Compact { .. } => COMPACT_HEAD_LEN,
+            Head::Compact { align: 0, .. } => COMPACT_HEAD_LEN,
+            Head::Compact { .. } => ALIGNED_HEAD_LEN,
         }
     }
 
@@ -232,14 +281,23 @@ impl<'a> Segments<'a> {
     ) -> Option<(Segments<'a>, usize)> {
         let count = head.count(block);
         let b = block.len() as u32;
-        let (m, entries_len, offset_bits) = match head {
+        let (m, entries_len, offset_bits, index_bits, align) = match head {
             Head::Wide => {
                 let m = entries(count, keys);
-                (m, m as usize * SKIP_ENTRY_LEN, 0)
+                (m, m as usize * SKIP_ENTRY_LEN, 0, 0, 0)
             }
-            Head::Compact { .. } => {
+            Head::Compact { align: 0, .. } => {
                 let m = compact_entries(count, keys);
-                (m, compact_entries_len(m, b), offset_bits(b))
+                (m, compact_entries_len(m, b), offset_bits(b), 0, 0)
+            }
+            Head::Compact { align, .. } => {
+                // Every segment start is one of the coded keys 1..count - 2.
+                let m = u16::from_le_bytes([block[2], block[3]]) as u32;
+                if m > count.saturating_sub(2) {
+                    return None;
+                }
+                let len = aligned_entries_len(m, b, count);
+                (m, len, offset_bits(b), index_bits(count), align)
             }
         };
         let stream_at = head.bytes() + entries_len;
@@ -253,7 +311,7 @@ impl<'a> Segments<'a> {
                 (first, first)
             }
             // Not known before the stream is decoded: `set_first` fills it in.
-            Head::Compact { after } => (base(after), base(after)),
+            Head::Compact { after, .. } => (base(after), base(after)),
         };
         let stream_bits = (crc_at - stream_at) as u64 * 8;
         let c = (base ^ last).leading_zeros();
@@ -276,6 +334,8 @@ impl<'a> Segments<'a> {
                 c: c as u8,
                 shift: raw_bits(c) as u8,
                 offset_bits: offset_bits as u8,
+                index_bits: index_bits as u8,
+                align,
             },
         };
         Some((segs, stream_at))
@@ -300,7 +360,15 @@ impl<'a> Segments<'a> {
         let j = j.saturating_sub(1) as usize;
         match self.shape.offset_bits {
             0 => Head::Wide.bytes() + j * SKIP_ENTRY_LEN,
-            w => COMPACT_HEAD_LEN + j * (PARTIAL_BITS + w as u32) as usize / 8,
+            w => {
+                let bits = PARTIAL_BITS + w as u32 + self.shape.index_bits as u32;
+                Head::Compact {
+                    after: None,
+                    align: self.shape.align,
+                }
+                .bytes()
+                    + j * bits as usize / 8
+            }
         }
     }
 
@@ -316,22 +384,41 @@ impl<'a> Segments<'a> {
         self.shape.m
     }
 
-    /// Skip entry `j` (1..=len): the partial key and the stream bit offset.
+    /// Skip entry `j` (1..=len): the partial key, the stream bit offset, and the key index
+    /// of the segment's first key (`j * S`, but in format 4).
     #[inline]
-    fn entry(&self, j: u32) -> (u16, u64) {
+    fn entry(&self, j: u32) -> (u16, u64, u32) {
         if self.shape.offset_bits == 0 {
             let at = (j as usize - 1) * SKIP_ENTRY_LEN;
             let e = &self.entries[at..at + SKIP_ENTRY_LEN];
             return (
                 u16::from_le_bytes([e[0], e[1]]),
                 u16::from_le_bytes([e[2], e[3]]) as u64,
+                j * self.shape.keys,
             );
         }
         let w = self.shape.offset_bits as u32;
-        let bits = PARTIAL_BITS + w;
-        // At most 32 bits from any bit: one window.
+        let x = self.shape.index_bits as u32;
+        let bits = PARTIAL_BITS + w + x;
+        // At most 48 bits from any bit: one window.
         let v = bitio::peek(self.entries, (j as u64 - 1) * bits as u64) >> (64 - bits);
-        ((v >> w) as u16, v & ((1 << w) - 1))
+        let index = if x == 0 {
+            j * self.shape.keys
+        } else {
+            (v & ((1 << x) - 1)) as u32
+        };
+        let v = v >> x;
+        ((v >> w) as u16, v & ((1 << w) - 1), index)
+    }
+
+    /// The key index after segment `j`'s last coded key: the next segment's first key, or
+    /// in the last segment the count less an uncoded last key.
+    #[inline(always)]
+    fn next_index(&self, j: u32, next: Option<(u16, u64, u32)>) -> u32 {
+        match next {
+            Some((_, _, index)) if j < self.shape.m => index,
+            _ => self.shape.count - self.shape.implicit_last as u32,
+        }
     }
 
     /// The stream bit at which segment `j` (1..=len) starts: its entry's offset.
@@ -356,26 +443,19 @@ impl<'a> Segments<'a> {
         }
     }
 
-    /// Keys of segment `j` (0..=len) after its first.
-    #[inline]
-    pub(crate) fn keys_after_start(&self, j: u32) -> u32 {
-        if j >= self.shape.m {
-            // The last segment runs to the block's end: in format 3 that can be S + 1 keys,
-            // when the uncoded last key would have started a segment.
-            return self
-                .shape
-                .count
-                .saturating_sub(j * self.shape.keys)
-                .saturating_sub(1);
-        }
-        self.shape.keys - 1
-    }
-
-    /// Keys of segment `j` (0..=len) after its first that its stream codes: all of them but
-    /// an uncoded last key ([`implicit_last`](Self::implicit_last)).
-    #[inline]
-    pub(crate) fn coded_after_start(&self, j: u32) -> u32 {
-        self.keys_after_start(j) - (j >= self.shape.m && self.shape.implicit_last) as u32
+    /// Format 4: whether segment `j` (1..=len) starts above `hi` by its skip entry alone, so
+    /// that a decode of a range ending at `hi` may stop at the segment before it without
+    /// entering it. In an aligned table a run's last key ends a segment where the next run
+    /// starts one, so nearly every probe of a run would otherwise enter the next segment to
+    /// read one key past its range. False in other formats.
+    #[inline(always)]
+    pub(crate) fn starts_above(&self, j: u32, hi: u64) -> bool {
+        // `hi` between base and last shares their top c bits, so a start whose partial key
+        // is above hi's is above hi.
+        self.shape.align > 0
+            && hi >= self.shape.base
+            && hi < self.shape.last
+            && self.entry(j).0 > partial(hi, self.shape.c as u32)
     }
 
     /// Whether the block's last key is not coded (format 3, two keys or more): a decode takes
@@ -398,13 +478,13 @@ impl<'a> Segments<'a> {
     pub(crate) fn next(&self, stream: &[u8], j: u32, pos: u64, prev: u64) -> Option<Start> {
         let s = self.enter(stream, j)?;
         // `enter` read segment j's offset: its raw bits start `shift` bits before `s.pos`.
-        (s.pos - self.shape.shift as u64 == pos && s.key > prev).then_some(s)
-    }
-
-    /// Keys of the block from the start of segment `j` (0..=len) on.
-    #[inline]
-    pub(crate) fn keys_from(&self, j: u32) -> u32 {
-        self.shape.count - j * self.shape.keys
+        // Format 4: a segment starts at the first key of its top `align` bits, and where the
+        // key before it was decoded it is checked (the rule a seek relies on).
+        let aligned = match self.shape.align {
+            0 => true,
+            a => (s.key ^ prev) >> (64 - a as u32) != 0,
+        };
+        (s.pos - self.shape.shift as u64 == pos && s.key > prev && aligned).then_some(s)
     }
 
     /// The last segment that can hold a key `>= lo` first: the last whose start key is below
@@ -429,7 +509,19 @@ impl<'a> Segments<'a> {
         // `lo` is in (base, last], so it shares the block's top c bits: a start key whose
         // partial key is below lo's is below lo.
         let c = self.shape.c as u32;
-        let target = partial(lo, c);
+        // Format 4: every segment start is the first key of its run (the keys sharing its top
+        // `align` bits), so where a start lies in lo's run every key before it is below lo,
+        // and a decode may start there however far above lo it is. The partial keys hold the
+        // run's bits where `align` is below the partial key's last bit: count the entries up
+        // to the end of lo's run, not those below lo. A probe of a whole run then decodes no
+        // key before it.
+        let a = self.shape.align as u32;
+        let from_bit = 64 - PARTIAL_BITS - self.shape.shift as u32;
+        let target = if a > c && a <= from_bit + PARTIAL_BITS {
+            (partial(lo, c) as u32 | (0xffff >> (a - from_bit))) + 1
+        } else {
+            partial(lo, c) as u32
+        };
         // The number of entries below `target` (entries ascend in a well-formed block; in any
         // other, this still returns a segment in range). Keys spread about evenly over a
         // block, so the segment `lo`'s place between base and last points to is nearly always
@@ -443,38 +535,45 @@ impl<'a> Segments<'a> {
             partial(self.shape.last, c) as u32,
         );
         let span = to.wrapping_sub(from) & 0xffff;
-        let at = (target as u32).wrapping_sub(from) & 0xffff;
-        // (No overflow: at most 16 bits times 16 bits, over 17 bits times S's 16, the count
-        // clamped since it is not checked yet.)
-        let keys = self.shape.count.min(1 << 16) - 1;
-        let mut j = (at * keys / ((span + 1) * self.shape.keys)).min(m);
+        let at = target.wrapping_sub(from) & 0xffff;
+        let mut j = if self.shape.index_bits == 0 {
+            // (No overflow: at most 16 bits times 16 bits, over 17 bits times S's 16, the
+            // count clamped since it is not checked yet.)
+            let keys = self.shape.count.min(1 << 16) - 1;
+            (at * keys / ((span + 1) * self.shape.keys)).min(m)
+        } else {
+            // Segments of any length: by their count.
+            ((at as u64 * (m as u64 + 1)) / (span as u64 + 1)).min(m as u64) as u32
+        };
         for _ in 0..4 {
             let next = (j < m).then(|| self.entry(j + 1));
-            if let Some((p, _)) = next
-                && p < target
+            if let Some((p, _, _)) = next
+                && (p as u32) < target
             {
                 j += 1;
                 continue;
             }
             let this = (j > 0).then(|| self.entry(j));
-            if let Some((p, _)) = this
-                && p >= target
+            if let Some((p, _, _)) = this
+                && p as u32 >= target
             {
                 j -= 1;
                 continue;
             }
-            let (partial, at) = this.unwrap_or((0, 0));
+            let (partial, at, first) = this.unwrap_or((0, 0, 0));
             return Entry {
                 j,
                 partial,
                 at: at as u32,
-                end: next.map_or(self.shape.stream_bits, |(_, o)| o as u32),
+                end: next.map_or(self.shape.stream_bits, |(_, o, _)| o as u32),
+                first,
+                next: self.next_index(j, next),
             };
         }
         let (mut base, mut size) = (0u32, m);
         while size > 0 {
             let half = size / 2;
-            if self.entry(base + half + 1).0 < target {
+            if (self.entry(base + half + 1).0 as u32) < target {
                 base += half + 1;
                 size -= half + 1;
             } else {
@@ -487,12 +586,15 @@ impl<'a> Segments<'a> {
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
     #[inline(always)]
     fn entry_of(&self, j: u32) -> Entry {
-        let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
+        let (partial, at, first) = if j > 0 { self.entry(j) } else { (0, 0, 0) };
+        let next = (j < self.len()).then(|| self.entry(j + 1));
         Entry {
             j,
             partial,
             at: at as u32,
-            end: self.end(j) as u32,
+            end: next.map_or(self.shape.stream_bits, |(_, o, _)| o as u32),
+            first,
+            next: self.next_index(j, next),
         }
     }
 
@@ -509,7 +611,13 @@ impl<'a> Segments<'a> {
     #[inline(always)]
     pub(crate) fn enter_entry(&self, stream: &[u8], e: Entry) -> Option<Start> {
         let end = e.end as u64;
-        if end > self.shape.stream_bits as u64 {
+        // A segment holds its first key and ends by the block's count (format 4's indices
+        // are read from the entries; in other formats this holds by construction).
+        if end > self.shape.stream_bits as u64
+            || e.first >= e.next
+            || e.next > self.shape.count
+            || (e.j > 0 && e.first == 0)
+        {
             return None;
         }
         if e.j == 0 {
@@ -517,6 +625,8 @@ impl<'a> Segments<'a> {
                 key: self.shape.first,
                 pos: self.shape.first_end as u64,
                 end,
+                first: 0,
+                next: e.next,
             });
         }
         let at = e.at as u64;
@@ -532,7 +642,13 @@ impl<'a> Segments<'a> {
         if (key >> self.shape.shift) as u16 != e.partial {
             return None;
         }
-        Some(Start { key, pos, end })
+        Some(Start {
+            key,
+            pos,
+            end,
+            first: e.first,
+            next: e.next,
+        })
     }
 }
 

@@ -257,7 +257,7 @@ impl PyIndex {
         self.path.clone()
     }
 
-    /// Sizes: keys, design, k, tables, block_size, segment_keys, disk_bytes,
+    /// Sizes: keys, design, k, tables, block_size, segment_keys, aligned_tables, disk_bytes,
     /// bits_per_key_per_table, memory_bytes, probes_per_query.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = with!(&self.held, i => i.stats());
@@ -268,6 +268,7 @@ impl PyIndex {
         d.set_item("tables", s.tables)?;
         d.set_item("block_size", s.block_size)?;
         d.set_item("segment_keys", s.segment_keys)?;
+        d.set_item("aligned_tables", s.aligned_tables)?;
         d.set_item("disk_bytes", s.disk_bytes)?;
         d.set_item("bits_per_key_per_table", s.bits_per_key_per_table)?;
         d.set_item("memory_bytes", s.memory_bytes)?;

@@ -262,6 +262,7 @@ pub fn write_generation_with(
         layout.codec,
         block_size,
         crate::design::auto_segment_keys(block_size),
+        Some((n, crate::design::ALIGN_MIN_RUN)),
     );
     let entries: Vec<TableEntry> = if same_design {
         let pb = progress;

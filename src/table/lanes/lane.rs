@@ -156,7 +156,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             pos: s.pos,
             end: s.end,
             key: s.key,
-            left: segs.coded_after_start(j),
+            left: s.coded_after(),
             implicit: segs.implicit_last(),
             shape: *shape,
         };
@@ -175,7 +175,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let (segs, stream) = table.segments_of(b, g.shape[i]);
         let next = segs
             .next(stream, j, g.pos.0[i], g.prev.0[i])
-            .map(|start| (start, segs.coded_after_start(j)));
+            .map(|start| (start, start.coded_after()));
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
@@ -308,6 +308,13 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     ) -> Result<()> {
         loop {
             let key = if g.segment[i] < g.last_segment[i] {
+                if g.shape[i].aligned() {
+                    let (segs, _) = self.tables[g.table[i]].segments_of(g.block[i], g.shape[i]);
+                    if segs.starts_above(g.segment[i] + 1, g.hi_x.0[i] ^ MSB) {
+                        work.keys += g.retire(i);
+                        return Ok(());
+                    }
+                }
                 self.next_segment(g, i, work)?
             } else if g.implicit[i] {
                 self.implicit_last(g, i, work)?
@@ -333,8 +340,11 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// whose size alone matters: no block's layout is built for it, at every probe).
     #[inline]
     fn max_block_keys(&self) -> u64 {
-        let head = if self.format_version() == COMPACT_VERSION {
-            Head::Compact { after: None }
+        let head = if self.format_version() >= COMPACT_VERSION {
+            Head::Compact {
+                after: None,
+                align: self.aligned_prefix() as u8,
+            }
         } else {
             Head::Wide
         };

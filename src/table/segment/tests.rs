@@ -115,3 +115,82 @@ fn a_probe_decodes_at_most_a_segment_before_its_range() {
     // On average half a segment (8) against half a block (~330).
     assert!(totals[1] > 20 * totals[0], "{totals:?}");
 }
+
+/// Format 4: a probe of a whole run of the aligned prefix starts decoding at the run's first
+/// key wherever that key starts a segment, which, with runs longer than S, is nearly always;
+/// and every probe (aligned or not, in and between runs) still finds all its keys.
+#[test]
+fn an_aligned_probe_starts_at_its_run() {
+    let keys = random_keys(200_000, 5);
+    // 2^12 runs of ~49 keys; segments of at least 8.
+    let p = 12u32;
+    let o = TableOptions::default()
+        .with_block_size(4096)
+        .with_segment_keys(8)
+        .with_aligned_prefix(p);
+    let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
+    assert_eq!(t.format_version(), 4);
+    assert_eq!(t.verify().unwrap().keys, keys.len() as u64);
+    let low = u64::MAX >> p;
+    let (mut exact, mut runs) = (0, 0);
+    for r in (0..1u64 << p).step_by(3) {
+        let (lo, hi) = (r << (64 - p), (r << (64 - p)) | low);
+        let want = keys.iter().filter(|&&k| (lo..=hi).contains(&k)).count();
+        let (mut blocks, mut decoded, mut found) = (0, 0, 0);
+        t.scan_range(lo, hi, &mut blocks, &mut decoded, |_| {
+            found += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(found, want, "run {r}");
+        runs += 1;
+        // The run's keys and at most the one after it.
+        exact += (decoded <= want as u64 + 1) as u32;
+    }
+    // Runs whose first key opens a block or a segment: all but those that begin within S
+    // keys of a block's start (a block holds ~680 keys, ~14 runs; S = 8 of ~49).
+    assert!(exact * 100 > runs * 90, "{exact} of {runs}");
+    // Ranges that are not runs still find every key.
+    for (i, &k) in keys.iter().enumerate().step_by(1013) {
+        let hi = keys[(i + 5).min(keys.len() - 1)];
+        let (mut blocks, mut decoded, mut found) = (0, 0, 0);
+        t.scan_range(k - 1, hi, &mut blocks, &mut decoded, |_| {
+            found += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(found, (i + 5).min(keys.len() - 1) - i + 1);
+    }
+}
+
+#[test]
+fn dbg_aligned() {
+    let keys = random_keys(200_000, 5);
+    let p = 12u32;
+    let o = TableOptions::default()
+        .with_block_size(4096)
+        .with_segment_keys(8)
+        .with_aligned_prefix(p);
+    let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
+    let (segs, stream) = t.segments(3).unwrap();
+    let m = segs.len();
+    eprintln!(
+        "count {} m {} c {} shape {:?}",
+        segs.count(),
+        m,
+        segs.shape.c,
+        segs.shape
+    );
+    for j in 1..=m.min(6) {
+        let s = segs.enter(stream, j);
+        eprintln!(
+            "j {j} entry {:?} start {:x?}",
+            segs.entry_of(j),
+            s.map(|s| (s.key, s.first, s.next))
+        );
+        if let Some(s) = s {
+            let lo = (s.key >> (64 - p)) << (64 - p);
+            eprintln!("  find({lo:x}) = {:?}", segs.find_entry(lo));
+        }
+    }
+}

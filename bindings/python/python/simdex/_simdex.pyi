@@ -129,8 +129,8 @@ class Index:
     def path(self) -> str:
         """The index directory."""
     def stats(self) -> dict[str, Any]:
-        """Sizes: keys, design, k, tables, block_size, segment_keys, disk_bytes,
-        bits_per_key_per_table, memory_bytes, probes_per_query."""
+        """Sizes: keys, design, k, tables, block_size, segment_keys, aligned_tables,
+        disk_bytes, bits_per_key_per_table, memory_bytes, probes_per_query."""
     def counters(self) -> dict[str, int]:
         """queries, probes, blocks_decoded, keys_decoded, candidates since opening."""
     def verify(self, *, threads: int | None = None) -> dict[str, int]:
