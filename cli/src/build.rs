@@ -46,7 +46,9 @@ pub struct LayoutArgs {
     pub block_size: String,
     /// Keys per segment of a block (format 3: a skip entry every N keys, so that a probe
     /// decodes about N / 2 keys to reach its range, however large the block), 0 for none
-    /// (format 1), or auto: 20 for blocks of 1024..=8192 bytes, else none.
+    /// (format 1), or auto: 20 for blocks of 1024..=8192 bytes, else none; and where a
+    /// table's prefix runs average 8 keys or more, segments that start at each run's first
+    /// key (format 4), so that a probe decodes its run alone.
     #[arg(long, default_value = "auto")]
     pub segment_keys: String,
     /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).

@@ -168,8 +168,11 @@ impl Design {
             // Constants measured on the development machine (2 GHz Xeon): ~11 ns per key
             // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
             let search = 80.0 + 4.0 * blocks.log2();
+            // Keys decoded before the probe's range: half a block, half a segment, or none
+            // where the table's segments are aligned to its runs (format 4).
             let reach = match auto_segment_keys(block_size) {
                 0 => keys_per_block / 2.0,
+                s if auto_alignment(n, self.tables[i].prefix_bits, s).0 > 0 => 0.0,
                 s => s as f64 / 2.0,
             };
             let decoded = reach + per_probe;

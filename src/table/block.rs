@@ -353,11 +353,14 @@ impl<'a> BlockDecoder<'a> {
         self.prev = s.key;
         self.pos = s.pos;
         self.end = s.end;
-        let count = self.segments.count();
-        self.remaining = count - s.first;
+        self.remaining = self.segments.keys_from(j);
         // `remaining` when segment `j`'s successor starts; in the last segment, 1 if the
         // block's last key is not coded (format 3), else 0 (never).
-        self.raw_at = count - s.next;
+        self.raw_at = if j < self.segments.len() {
+            self.segments.keys_from(j + 1)
+        } else {
+            self.segments.implicit_last() as u32
+        };
     }
 
     #[cold]

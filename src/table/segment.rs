@@ -81,19 +81,6 @@ pub(crate) struct Start {
     pub(crate) pos: u64,
     /// The stream bit its deltas must end by: the next segment's start, or the stream's end.
     pub(crate) end: u64,
-    /// The index in the block of the segment's first key, and of the key after its last
-    /// coded one (the next segment's first; in the last segment, the block's count less an
-    /// uncoded last key): the segment codes `next - first - 1` keys after its first.
-    pub(crate) first: u32,
-    pub(crate) next: u32,
-}
-
-impl Start {
-    /// Keys the segment codes after its first.
-    #[inline(always)]
-    pub(crate) fn coded_after(&self) -> u32 {
-        self.next - self.first - 1
-    }
 }
 
 /// Where a decode enters a block: segment `j` and, for j ≥ 1, its skip entry's partial key
@@ -105,10 +92,6 @@ pub(crate) struct Entry {
     partial: u16,
     at: u32,
     end: u32,
-    /// The key index of the segment's first key and of the key after its last coded one
-    /// ([`Start`]).
-    first: u32,
-    next: u32,
 }
 
 impl Entry {
@@ -197,17 +180,13 @@ pub(crate) struct Shape {
     offset_bits: u8,
     /// Format 4: bits of an entry's key index (after its offset); 0: segments of S keys.
     index_bits: u8,
+    /// Formats 3 and 4: bits of a whole skip entry.
+    entry_bits: u8,
     /// Format 4: the prefix bits every segment start is the first key of; 0: none.
     align: u8,
 }
 
 impl Shape {
-    /// Whether the block's segments are aligned to runs (format 4).
-    #[inline(always)]
-    pub(crate) fn aligned(&self) -> bool {
-        self.align > 0
-    }
-
     /// The segments of `block` (all its bytes, the block this shape was taken from), and its
     /// coded stream. Any block of the table's size binds without a panic.
     #[inline(always)]
@@ -335,6 +314,7 @@ impl<'a> Segments<'a> {
                 shift: raw_bits(c) as u8,
                 offset_bits: offset_bits as u8,
                 index_bits: index_bits as u8,
+                entry_bits: (PARTIAL_BITS + offset_bits + index_bits) as u8,
                 align,
             },
         };
@@ -384,41 +364,34 @@ impl<'a> Segments<'a> {
         self.shape.m
     }
 
-    /// Skip entry `j` (1..=len): the partial key, the stream bit offset, and the key index
-    /// of the segment's first key (`j * S`, but in format 4).
+    /// Skip entry `j` (1..=len): the partial key and the stream bit offset.
     #[inline]
-    fn entry(&self, j: u32) -> (u16, u64, u32) {
+    fn entry(&self, j: u32) -> (u16, u64) {
         if self.shape.offset_bits == 0 {
             let at = (j as usize - 1) * SKIP_ENTRY_LEN;
             let e = &self.entries[at..at + SKIP_ENTRY_LEN];
             return (
                 u16::from_le_bytes([e[0], e[1]]),
                 u16::from_le_bytes([e[2], e[3]]) as u64,
-                j * self.shape.keys,
             );
         }
         let w = self.shape.offset_bits as u32;
-        let x = self.shape.index_bits as u32;
-        let bits = PARTIAL_BITS + w + x;
-        // At most 48 bits from any bit: one window.
-        let v = bitio::peek(self.entries, (j as u64 - 1) * bits as u64) >> (64 - bits);
-        let index = if x == 0 {
-            j * self.shape.keys
-        } else {
-            (v & ((1 << x) - 1)) as u32
-        };
-        let v = v >> x;
-        ((v >> w) as u16, v & ((1 << w) - 1), index)
+        // At most 32 bits from any bit: one window. (A format-4 entry's key index follows.)
+        let at = (j as u64 - 1) * self.shape.entry_bits as u64;
+        let v = bitio::peek(self.entries, at) >> (64 - PARTIAL_BITS - w);
+        ((v >> w) as u16, v & ((1 << w) - 1))
     }
 
-    /// The key index after segment `j`'s last coded key: the next segment's first key, or
-    /// in the last segment the count less an uncoded last key.
-    #[inline(always)]
-    fn next_index(&self, j: u32, next: Option<(u16, u64, u32)>) -> u32 {
-        match next {
-            Some((_, _, index)) if j < self.shape.m => index,
-            _ => self.shape.count - self.shape.implicit_last as u32,
+    /// Format 4: the key index of segment `j`'s first key (0..=len), read from its skip
+    /// entry; for `len + 1`, the block's count.
+    #[inline]
+    fn index(&self, j: u32) -> u32 {
+        if j == 0 || j > self.shape.m {
+            return if j == 0 { 0 } else { self.shape.count };
         }
+        let (x, bits) = (self.shape.index_bits as u32, self.shape.entry_bits as u32);
+        let v = bitio::peek(self.entries, (j as u64 - 1) * bits as u64) >> (64 - bits);
+        (v & ((1 << x) - 1)) as u32
     }
 
     /// The stream bit at which segment `j` (1..=len) starts: its entry's offset.
@@ -441,6 +414,53 @@ impl<'a> Segments<'a> {
         } else {
             self.shape.stream_bits as u64
         }
+    }
+
+    /// Keys of segment `j` (0..=len) after its first.
+    #[inline(always)]
+    pub(crate) fn keys_after_start(&self, j: u32) -> u32 {
+        if self.shape.index_bits != 0 {
+            return self.aligned_keys_after_start(j);
+        }
+        if j >= self.shape.m {
+            // The last segment runs to the block's end: in format 3 that can be S + 1 keys,
+            // when the uncoded last key would have started a segment.
+            return self
+                .shape
+                .count
+                .saturating_sub(j * self.shape.keys)
+                .saturating_sub(1);
+        }
+        self.shape.keys - 1
+    }
+
+    /// Keys of segment `j` (0..=len) after its first that its stream codes: all of them but
+    /// an uncoded last key ([`implicit_last`](Self::implicit_last)).
+    #[inline]
+    pub(crate) fn coded_after_start(&self, j: u32) -> u32 {
+        self.keys_after_start(j) - (j >= self.shape.m && self.shape.implicit_last) as u32
+    }
+
+    /// Keys of the block from the start of segment `j` (0..=len) on.
+    #[inline(always)]
+    pub(crate) fn keys_from(&self, j: u32) -> u32 {
+        if self.shape.index_bits != 0 {
+            return self.aligned_keys_from(j);
+        }
+        self.shape.count - j * self.shape.keys
+    }
+
+    /// [`keys_after_start`](Self::keys_after_start) in format 4, out of the other formats'
+    /// way. (`enter_entry` checked that the indices ascend.)
+    #[inline(never)]
+    fn aligned_keys_after_start(&self, j: u32) -> u32 {
+        self.index(j + 1) - self.index(j) - 1
+    }
+
+    /// [`keys_from`](Self::keys_from) in format 4.
+    #[inline(never)]
+    fn aligned_keys_from(&self, j: u32) -> u32 {
+        self.shape.count - self.index(j)
     }
 
     /// Format 4: whether segment `j` (1..=len) starts above `hi` by its skip entry alone, so
@@ -516,12 +536,13 @@ impl<'a> Segments<'a> {
         // to the end of lo's run, not those below lo. A probe of a whole run then decodes no
         // key before it.
         let a = self.shape.align as u32;
-        let from_bit = 64 - PARTIAL_BITS - self.shape.shift as u32;
-        let target = if a > c && a <= from_bit + PARTIAL_BITS {
-            (partial(lo, c) as u32 | (0xffff >> (a - from_bit))) + 1
-        } else {
-            partial(lo, c) as u32
-        };
+        let mut target = partial(lo, c) as u32;
+        if a != 0 {
+            let from_bit = 64 - PARTIAL_BITS - self.shape.shift as u32;
+            if a > c && a <= from_bit + PARTIAL_BITS {
+                target = (target | (0xffff >> (a - from_bit))) + 1;
+            }
+        }
         // The number of entries below `target` (entries ascend in a well-formed block; in any
         // other, this still returns a segment in range). Keys spread about evenly over a
         // block, so the segment `lo`'s place between base and last points to is nearly always
@@ -547,27 +568,25 @@ impl<'a> Segments<'a> {
         };
         for _ in 0..4 {
             let next = (j < m).then(|| self.entry(j + 1));
-            if let Some((p, _, _)) = next
+            if let Some((p, _)) = next
                 && (p as u32) < target
             {
                 j += 1;
                 continue;
             }
             let this = (j > 0).then(|| self.entry(j));
-            if let Some((p, _, _)) = this
+            if let Some((p, _)) = this
                 && p as u32 >= target
             {
                 j -= 1;
                 continue;
             }
-            let (partial, at, first) = this.unwrap_or((0, 0, 0));
+            let (partial, at) = this.unwrap_or((0, 0));
             return Entry {
                 j,
                 partial,
                 at: at as u32,
-                end: next.map_or(self.shape.stream_bits, |(_, o, _)| o as u32),
-                first,
-                next: self.next_index(j, next),
+                end: next.map_or(self.shape.stream_bits, |(_, o)| o as u32),
             };
         }
         let (mut base, mut size) = (0u32, m);
@@ -586,15 +605,12 @@ impl<'a> Segments<'a> {
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
     #[inline(always)]
     fn entry_of(&self, j: u32) -> Entry {
-        let (partial, at, first) = if j > 0 { self.entry(j) } else { (0, 0, 0) };
-        let next = (j < self.len()).then(|| self.entry(j + 1));
+        let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
         Entry {
             j,
             partial,
             at: at as u32,
-            end: next.map_or(self.shape.stream_bits, |(_, o, _)| o as u32),
-            first,
-            next: self.next_index(j, next),
+            end: self.end(j) as u32,
         }
     }
 
@@ -611,13 +627,14 @@ impl<'a> Segments<'a> {
     #[inline(always)]
     pub(crate) fn enter_entry(&self, stream: &[u8], e: Entry) -> Option<Start> {
         let end = e.end as u64;
-        // A segment holds its first key and ends by the block's count (format 4's indices
-        // are read from the entries; in other formats this holds by construction).
-        if end > self.shape.stream_bits as u64
-            || e.first >= e.next
-            || e.next > self.shape.count
-            || (e.j > 0 && e.first == 0)
-        {
+        if end > self.shape.stream_bits as u64 {
+            return None;
+        }
+        // Format 4: the key indices of a segment after the first lie after key 0 and ascend
+        // to the next segment's (the last segment's first key before an uncoded last key),
+        // so that counting its keys cannot wrap (in other formats this holds by
+        // construction).
+        if self.shape.index_bits != 0 && !self.indices_fit(e.j) {
             return None;
         }
         if e.j == 0 {
@@ -625,8 +642,6 @@ impl<'a> Segments<'a> {
                 key: self.shape.first,
                 pos: self.shape.first_end as u64,
                 end,
-                first: 0,
-                next: e.next,
             });
         }
         let at = e.at as u64;
@@ -642,13 +657,15 @@ impl<'a> Segments<'a> {
         if (key >> self.shape.shift) as u16 != e.partial {
             return None;
         }
-        Some(Start {
-            key,
-            pos,
-            end,
-            first: e.first,
-            next: e.next,
-        })
+        Some(Start { key, pos, end })
+    }
+
+    /// Format 4: whether segment `j`'s key indices are those of a well-formed block.
+    #[cold]
+    fn indices_fit(&self, j: u32) -> bool {
+        let (first, next) = (self.index(j) as u64, self.index(j + 1) as u64);
+        let last = (j >= self.shape.m && self.shape.implicit_last) as u64;
+        first + last < next && next <= self.shape.count as u64 && (j == 0 || first > 0)
     }
 }
 

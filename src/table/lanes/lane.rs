@@ -156,7 +156,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
             pos: s.pos,
             end: s.end,
             key: s.key,
-            left: s.coded_after(),
+            left: segs.coded_after_start(j),
             implicit: segs.implicit_last(),
             shape: *shape,
         };
@@ -164,18 +164,24 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     }
 
     /// Lane `i` ended a segment of its block before the block's last: go on with the next
-    /// segment's first key, as the sequential decoder would. Inlined into its one caller,
+    /// segment's first key, as the sequential decoder would; or, where that segment starts
+    /// past the lane's range by its skip entry (format 4: where a run ends), retire the lane
+    /// (`None`) without reading it. Inlined into its one caller,
     /// [`settle_end`](Self::settle_end), with the segment rule (`Segments::next`): at 1M keys
     /// a query changes segments about three times, and the calls cost ~50 instructions each.
     #[inline(always)]
-    fn next_segment(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<u64> {
+    fn next_segment(&self, g: &mut Group, i: usize, work: &mut Work) -> Result<Option<u64>> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let j = g.segment[i] + 1;
         let (segs, stream) = table.segments_of(b, g.shape[i]);
+        if segs.starts_above(j, g.hi_x.0[i] ^ MSB) {
+            work.keys += g.retire(i);
+            return Ok(None);
+        }
         let next = segs
             .next(stream, j, g.pos.0[i], g.prev.0[i])
-            .map(|start| (start, start.coded_after()));
+            .map(|start| (start, segs.coded_after_start(j)));
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
@@ -185,7 +191,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         g.end.0[i] = start.end;
         g.prev.0[i] = start.key;
         g.set_remaining(i, left as u64);
-        Ok(start.key)
+        Ok(Some(start.key))
     }
 
     /// Lane `i` read the last segment's coded keys of a block whose last key is not coded
@@ -308,14 +314,10 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     ) -> Result<()> {
         loop {
             let key = if g.segment[i] < g.last_segment[i] {
-                if g.shape[i].aligned() {
-                    let (segs, _) = self.tables[g.table[i]].segments_of(g.block[i], g.shape[i]);
-                    if segs.starts_above(g.segment[i] + 1, g.hi_x.0[i] ^ MSB) {
-                        work.keys += g.retire(i);
-                        return Ok(());
-                    }
+                match self.next_segment(g, i, work)? {
+                    Some(key) => key,
+                    None => return Ok(()),
                 }
-                self.next_segment(g, i, work)?
             } else if g.implicit[i] {
                 self.implicit_last(g, i, work)?
             } else {
@@ -337,13 +339,15 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
 /// What the lanes read of a table beyond its public face.
 impl<D: AsRef<[u8]>> Table<D> {
     /// The most keys a block of this table can hold (every block's head is of one kind,
-    /// whose size alone matters: no block's layout is built for it, at every probe).
+    /// whose size alone matters: no block's layout is built for it, at every probe). For
+    /// format 4, format 3's bound, 16 keys above its own (its head holds two bytes more): a
+    /// guard before the decode's own checks, which the block decoder's exact one follows.
     #[inline]
     fn max_block_keys(&self) -> u64 {
         let head = if self.format_version() >= COMPACT_VERSION {
             Head::Compact {
                 after: None,
-                align: self.aligned_prefix() as u8,
+                align: 0,
             }
         } else {
             Head::Wide

@@ -162,35 +162,3 @@ fn an_aligned_probe_starts_at_its_run() {
         assert_eq!(found, (i + 5).min(keys.len() - 1) - i + 1);
     }
 }
-
-#[test]
-fn dbg_aligned() {
-    let keys = random_keys(200_000, 5);
-    let p = 12u32;
-    let o = TableOptions::default()
-        .with_block_size(4096)
-        .with_segment_keys(8)
-        .with_aligned_prefix(p);
-    let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
-    let (segs, stream) = t.segments(3).unwrap();
-    let m = segs.len();
-    eprintln!(
-        "count {} m {} c {} shape {:?}",
-        segs.count(),
-        m,
-        segs.shape.c,
-        segs.shape
-    );
-    for j in 1..=m.min(6) {
-        let s = segs.enter(stream, j);
-        eprintln!(
-            "j {j} entry {:?} start {:x?}",
-            segs.entry_of(j),
-            s.map(|s| (s.key, s.first, s.next))
-        );
-        if let Some(s) = s {
-            let lo = (s.key >> (64 - p)) << (64 - p);
-            eprintln!("  find({lo:x}) = {:?}", segs.find_entry(lo));
-        }
-    }
-}
