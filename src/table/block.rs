@@ -160,7 +160,7 @@ pub struct Layout {
     /// The block's last key (its footer entry): with the first, it gives the common prefix
     /// below which segment starts are coded.
     pub last: u64,
-    /// How the block begins: formats 1 and 2 [`Head::Wide`], format 3 [`Head::Compact`]
+    /// How the block begins: formats 1 and 2 [`Head::Wide`], formats 3 and 4 [`Head::Compact`]
     /// with the previous block's last key.
     pub head: Head,
 }

@@ -37,7 +37,8 @@ pub struct TableOptions {
     /// How keys are coded: h-delta (codec 1, the paper's, the default) or gap (codec 2).
     pub codec: Codec,
     /// Keys per segment: 0 (the default) writes format 1, blocks without skip entries; S > 0
-    /// (2..=65535, blocks of at most 8192 bytes) writes format 3, whose blocks hold a skip
+    /// (2..=65535, blocks of at most 8192 bytes) writes format 3 (format 4 with an aligned
+    /// prefix, [`aligned_prefix`](Self::aligned_prefix)), whose blocks hold a skip
     /// entry every S keys so that a probe decodes about S / 2 keys to reach its range.
     pub segment_keys: u32,
     /// Prefix bits p to align segments to (0, the default: segments of exactly S keys, format

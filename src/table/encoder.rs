@@ -2,6 +2,8 @@
 //! block at a time greedily, then codes it. Format 1 codes each key as it comes; a segmented
 //! block (format 3) waits for its end, since its last key fixes the common prefix below which
 //! every segment start is raw, and its first key is coded after the previous block's last.
+//! Format 4 ("Aligned segments") cuts its segments where a run of keys sharing their top p
+//! bits starts, once the segment before holds S keys, instead of every S keys.
 
 use super::block::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN, block_crc, stream_bits};
 use super::segment;
@@ -256,7 +258,8 @@ impl BlockEncoder {
         self.count = 0;
     }
 
-    /// Code a segmented block (format 3) into `out`: its u16 count, then the bit-packed skip
+    /// Code a segmented block (format 3 or 4) into `out`: its u16 count (format 4: and its u16
+    /// segment count), then the bit-packed skip
     /// entries, then in the stream the first key (after the previous block's last) and the
     /// pending keys but the last (the footer's), each segment start raw below the common
     /// prefix, every other key its delta. Returns the byte where the stream starts.

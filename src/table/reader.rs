@@ -281,8 +281,8 @@ impl<D: AsRef<[u8]>> Table<D> {
         self.header.aligned_prefix
     }
 
-    /// The file's format version: 1 (no skip entries), 2 or 3 (segmented; 3 with compact
-    /// block heads, what this build writes).
+    /// The file's format version: 1 (no skip entries), 2, 3 or 4 (segmented; 3 with compact
+    /// block heads, 4 with segments aligned to prefix runs: what this build writes).
     pub fn format_version(&self) -> u32 {
         self.header.version
     }
