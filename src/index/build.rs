@@ -288,19 +288,10 @@ pub fn build(
     let table_bytes = entries.iter().map(|e| e.bytes).sum();
 
     writer.finish(n, entries)?;
+    let aligned_tables = writer.aligned_tables();
     drop(spill_lock);
     drop(spill);
     staging.publish()?;
-    let aligned_tables = match opts.segment_keys {
-        Some(_) => 0,
-        None => design
-            .tables()
-            .iter()
-            .filter(|t| {
-                crate::design::alignment(n, t.prefix_bits, segment_keys, opts.align_min_run).0 > 0
-            })
-            .count(),
-    };
     Ok(BuildSummary {
         input: input_count,
         keys: n,

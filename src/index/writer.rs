@@ -46,17 +46,29 @@ impl<'a> IndexWriter<'a> {
 
     /// The options of table `i`: the design's permutation, the codec and block size.
     fn options(&self, i: usize) -> TableOptions {
-        let t = &self.design.tables()[i];
-        let (align, segment_keys) = match self.align {
-            Some((n, run)) => crate::design::alignment(n, t.prefix_bits, self.segment_keys, run),
-            None => (0, self.segment_keys),
-        };
+        let (align, segment_keys) = self.alignment(i);
         TableOptions::default()
             .with_block_size(self.block_size)
             .with_segment_keys(segment_keys)
             .with_aligned_prefix(align)
             .with_codec(self.codec)
             .with_permutation(self.design.tables()[i].permutation.clone())
+    }
+
+    /// Table `i`'s aligned prefix (0: none) and segment length.
+    fn alignment(&self, i: usize) -> (u32, u32) {
+        let t = &self.design.tables()[i];
+        match self.align {
+            Some((n, run)) => crate::design::alignment(n, t.prefix_bits, self.segment_keys, run),
+            None => (0, self.segment_keys),
+        }
+    }
+
+    /// The tables written with segments aligned to their prefix runs (format 4).
+    pub(crate) fn aligned_tables(&self) -> usize {
+        (0..self.design.tables().len())
+            .filter(|&i| self.alignment(i).0 > 0)
+            .count()
     }
 
     fn path(&self, i: usize) -> PathBuf {
