@@ -25,6 +25,15 @@ struct Pending {
     suffix_len: u32,
 }
 
+/// Bytes of a segmented block's head: format 3's, or format 4's (`align` > 0).
+fn head_len(align: u32) -> usize {
+    segment::Head::Compact {
+        after: None,
+        align: align as u8,
+    }
+    .bytes()
+}
+
 /// Fills one block at a time. Reused across blocks to keep its buffer.
 #[derive(Debug)]
 pub struct BlockEncoder {
@@ -65,17 +74,13 @@ impl BlockEncoder {
         } else {
             opts.aligned_prefix
         };
-        let head = segment::Head::Compact {
-            after: None,
-            align: align as u8,
-        };
         BlockEncoder {
             block_size,
             codec: opts.codec,
             capacity_bits: if segment_keys == 0 {
                 stream_bits(block_size)
             } else {
-                (block_size as u64 - (head.bytes() + BLOCK_TRAILER_LEN) as u64) * 8
+                (block_size as u64 - (head_len(align) + BLOCK_TRAILER_LEN) as u64) * 8
             },
             bits: BitWriter::new(),
             count: 0,
@@ -303,11 +308,7 @@ impl BlockEncoder {
         self.delta_bits = 0;
         self.starts = 0;
         self.last_start = 0;
-        let at = segment::Head::Compact {
-            after: None,
-            align: self.align as u8,
-        }
-        .bytes();
+        let at = head_len(self.align);
         let len = self.entries_len(m, self.count);
         entries.drain_into(&mut out[at..at + len]);
         at + len

@@ -1,5 +1,6 @@
-//! Segments: the skip entries of a format-2 or format-3 block (`format-spec/table.md`,
-//! "Segments" and "Compact heads").
+//! Segments: the skip entries of a format-2, 3 or 4 block (`format-spec/table.md`,
+//! "Segments", "Compact heads" and "Aligned segments"); the sizes and fields of its head are
+//! `layout`'s.
 //!
 //! A block of a format-2 table is cut into segments of S keys (S from the header). Segment 0
 //! starts at the block's raw first key; segment j ≥ 1 starts at key j·S, which is not coded as
@@ -19,58 +20,14 @@
 //! Format 3 ([`Head::Compact`]) packs each entry into `16 + log2(B) + 3` bits, takes the
 //! common prefix from `base` (the previous block's last key + 1) instead of the first key, so
 //! that a probe finds its segment without decoding the first key, and leaves the block's last
-//! key uncoded: the footer holds it ([`Segments::implicit_last`]).
+//! key uncoded: the footer holds it ([`Segments::implicit_last`]). Format 4 starts each
+//! segment at the first key of a run of keys sharing their top p bits and stores each
+//! segment's key index in its entry, so that a probe of a run starts at the run.
 
 use crate::codec::bitio;
 
-/// Bytes of one skip entry: a u16 partial key, then a u16 stream bit offset.
-pub const SKIP_ENTRY_LEN: usize = 4;
-/// Bits of a segment's start key held in its skip entry.
-pub const PARTIAL_BITS: u32 = 16;
-/// The largest block size a segmented table may use: skip entries hold stream bit offsets in
-/// 16 bits, and a block of 8192 bytes has 65408 stream bits.
-pub const MAX_SEGMENTED_BLOCK_SIZE: u32 = 8192;
-/// Fewest keys per segment a table may declare.
-pub const MIN_SEGMENT_KEYS: u32 = 2;
-/// Most keys per segment a table may declare.
-pub const MAX_SEGMENT_KEYS: u32 = 65535;
-
-/// Raw stream bits of a segment's start key in a block whose keys share `c` top bits: those
-/// below the common prefix and the skip entry's 16.
-#[inline]
-pub fn raw_bits(c: u32) -> u32 {
-    (64 - PARTIAL_BITS).saturating_sub(c)
-}
-
-/// Skip entries whose segments start at keys S, 2S, ... of a block of `count` keys.
-#[inline]
-pub fn entries(count: u32, segment_keys: u32) -> u32 {
-    if segment_keys == 0 || count == 0 {
-        0
-    } else {
-        (count - 1) / segment_keys
-    }
-}
-
-/// Skip entries of a compact block (format 3) of `count` keys: those of its coded keys, all
-/// but the last (the footer's), so that the uncoded key never starts a segment.
-#[inline]
-pub fn compact_entries(count: u32, segment_keys: u32) -> u32 {
-    entries(count.saturating_sub(1), segment_keys)
-}
-
-/// The least key a compact block (format 3) after the key `after` can hold (0 for a table's
-/// first block): the value its common prefix is taken from, by writer and reader alike.
-#[inline]
-pub fn base(after: Option<u64>) -> u64 {
-    after.map_or(0, |a| a.wrapping_add(1))
-}
-
-/// The 16-bit partial key of `key` in a block whose keys share `c` top bits.
-#[inline]
-pub fn partial(key: u64, c: u32) -> u16 {
-    (key >> raw_bits(c)) as u16
-}
+mod layout;
+pub use layout::*;
 
 /// Where a segment starts: its first key and the stream bits of its deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,40 +57,6 @@ impl Entry {
     pub(crate) fn offset(&self) -> u64 {
         self.at as u64
     }
-}
-
-/// Bytes of a compact block head (format 3): the u16 key count.
-pub const COMPACT_HEAD_LEN: usize = 2;
-/// Bytes of an aligned block head (format 4): the u16 key count, then the u16 segment count.
-pub const ALIGNED_HEAD_LEN: usize = 4;
-
-/// Bits of an aligned skip entry's key index (format 4) in a block of `count` keys: enough
-/// for the count itself (10 bits for 512..=1023 keys).
-#[inline]
-pub fn index_bits(count: u32) -> u32 {
-    32 - count.leading_zeros()
-}
-
-/// Bytes of the bit-packed skip entries of an aligned block (format 4) of `count` keys:
-/// `entries` entries of `16 + offset_bits + index_bits` bits, padded to a byte.
-#[inline]
-pub fn aligned_entries_len(entries: u32, block_size: u32, count: u32) -> usize {
-    let bits = PARTIAL_BITS + offset_bits(block_size) + index_bits(count);
-    (entries as usize * bits as usize).div_ceil(8)
-}
-
-/// Bits of a compact skip entry's stream offset in a block of `block_size` bytes: enough for
-/// any bit of the block (`8 * block_size` bits), 13 at 1024 bytes.
-#[inline]
-pub fn offset_bits(block_size: u32) -> u32 {
-    block_size.trailing_zeros() + 3
-}
-
-/// Bytes of the bit-packed skip entries of a compact block: `entries` entries of
-/// `16 + offset_bits` bits, padded to a byte.
-#[inline]
-pub fn compact_entries_len(entries: u32, block_size: u32) -> usize {
-    (entries as usize * (PARTIAL_BITS + offset_bits(block_size)) as usize).div_ceil(8)
 }
 
 /// The segment layout of one block, from its header, its footer entry and the table's S.
@@ -197,53 +120,6 @@ impl Shape {
             shape: self,
         };
         (segs, &block[self.stream_at as usize..crc_at])
-    }
-}
-
-/// How one block begins, from the table's format and the block's place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Head {
-    /// Formats 1 and 2: a u32 count and the raw first key, then (format 2) 4-byte skip entries.
-    Wide,
-    /// Format 3: a u16 count and bit-packed skip entries; the first key is the stream's first
-    /// item, a delta after `after` (the previous block's last key), or 64 raw bits in the first
-    /// block (`after` = `None`). Format 4 (`align` > 0) adds a u16 segment count after the key
-    /// count and a key index to each skip entry: its segments start at the first key of a
-    /// run sharing their top `align` bits.
-    Compact {
-        /// The key before the block: the previous block's footer entry.
-        after: Option<u64>,
-        /// Format 4: the prefix bits segments are aligned to; 0: format 3.
-        align: u8,
-    },
-}
-
-impl Head {
-    /// Bytes before the skip entries.
-    #[inline]
-    pub fn bytes(self) -> usize {
-        match self {
-            Head::Wide => super::block::BLOCK_HEADER_LEN,
-            Head::Compact { align: 0, .. } => COMPACT_HEAD_LEN,
-            Head::Compact { .. } => ALIGNED_HEAD_LEN,
-        }
-    }
-
-    /// The key count field of `block`.
-    #[inline]
-    pub fn count(self, block: &[u8]) -> u32 {
-        match self {
-            Head::Wide => u32::from_le_bytes(block[0..4].try_into().unwrap()),
-            Head::Compact { .. } => u16::from_le_bytes([block[0], block[1]]) as u32,
-        }
-    }
-
-    /// The largest key count a block of `block_size` bytes with this head can hold (every
-    /// coded key at least one bit; in format 3 the first is coded and the last is not).
-    #[inline]
-    pub fn max_keys(self, block_size: u32) -> u64 {
-        let fixed = (self.bytes() + super::block::BLOCK_TRAILER_LEN) as u64;
-        1 + (block_size as u64 - fixed) * 8
     }
 }
 
@@ -338,18 +214,11 @@ impl<'a> Segments<'a> {
     /// errors.
     pub(crate) fn entry_byte(&self, j: u32) -> usize {
         let j = j.saturating_sub(1) as usize;
-        match self.shape.offset_bits {
-            0 => Head::Wide.bytes() + j * SKIP_ENTRY_LEN,
-            w => {
-                let bits = PARTIAL_BITS + w as u32 + self.shape.index_bits as u32;
-                Head::Compact {
-                    after: None,
-                    align: self.shape.align,
-                }
-                .bytes()
-                    + j * bits as usize / 8
+        self.shape.head_bytes as usize
+            + match self.shape.offset_bits {
+                0 => j * SKIP_ENTRY_LEN,
+                _ => j * self.shape.entry_bits as usize / 8,
             }
-        }
     }
 
     /// The block's key count field.
