@@ -109,6 +109,9 @@ pub struct Index<D = Mmap> {
     /// Whether queries decode four probes per vector register (`table::lanes`: AVX2 present,
     /// every table h-delta coded and nearly all its deltas short), fixed at open.
     lanes: bool,
+    /// Whether any table is format 4 (segments aligned to prefix runs), fixed at open: queries
+    /// of other indexes take the decoders compiled without format 4's tests.
+    aligned: bool,
     counters: AtomicCounters,
 }
 
@@ -315,6 +318,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             probers,
             residency: Residency::default(),
             lanes: crate::table::multiscan::lanes_supported(&tables),
+            aligned: crate::table::multiscan::any_aligned(&tables),
             tables,
             counters: AtomicCounters::default(),
         })

@@ -227,6 +227,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             tables: &self.tables,
             residency: &self.residency,
             lanes: self.lanes,
+            aligned: self.aligned,
         };
         let mut emit = |t: usize, key: u64, d: u32| {
             out.push(Match {
@@ -385,6 +386,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             tables: &self.tables,
             residency: &self.residency,
             lanes: self.lanes,
+            aligned: self.aligned,
         };
         scan.run_many(
             qs.len(),

@@ -127,11 +127,11 @@ fn bad_first(stream: &[u8], index: u64, offset: u64, after: Option<u64>) -> Erro
 /// the previous block's last key, or 64 raw bits in a table's first block; `None` if the bits
 /// are no valid first key inside the block's first segment.
 #[inline]
-fn decode_first(
+fn decode_first<const A: bool>(
     stream: &[u8],
     table: &DecodeTable,
     codec: Codec,
-    segments: &Segments<'_>,
+    segments: &Segments<'_, A>,
     after: Option<u64>,
 ) -> Option<(u64, u64)> {
     let end = segments.first_segment_end();
@@ -180,12 +180,15 @@ impl Layout {
 /// stream stays inside the block, keys ascend, segments start where their skip entries say),
 /// so even bytes that pass the crc by chance cannot make it panic or read out of bounds. A
 /// decoded key sequence is always strictly ascending.
+///
+/// `A`: whether it reads format-4 blocks (`Segments<A>`); `false` only where the table is of
+/// formats 1–3, whose decode then compiles none of format 4's tests.
 #[derive(Debug, Clone)]
-pub struct BlockDecoder<'a> {
+pub struct BlockDecoder<'a, const A: bool = true> {
     stream: &'a [u8],
     table: &'a DecodeTable,
     codec: Codec,
-    segments: Segments<'a>,
+    segments: Segments<'a, A>,
     pos: u64,
     /// The stream bit by which the current segment's deltas end.
     end: u64,
@@ -236,7 +239,9 @@ impl<'a> BlockDecoder<'a> {
     ) -> Result<BlockDecoder<'a>> {
         Self::open_at(block, index, offset, codec, table, layout, SeekTo::Segment(0))
     }
+}
 
+impl<'a, const A: bool> BlockDecoder<'a, A> {
     /// As [`new_unchecked_crc`](Self::new_unchecked_crc), started where `at` says (a key: as
     /// [`seek`](Self::seek) would). A format-3 block's
     /// first key is decoded only when the decode starts at segment 0: a probe that starts at a
@@ -249,7 +254,7 @@ impl<'a> BlockDecoder<'a> {
         table: &'a DecodeTable,
         layout: Layout,
         at: SeekTo,
-    ) -> Result<BlockDecoder<'a>> {
+    ) -> Result<BlockDecoder<'a, A>> {
         let b = block.len();
         let crc_at = b - BLOCK_TRAILER_LEN;
         let head = layout.head;

@@ -79,7 +79,7 @@ impl ProbeStream for PlannedProbes<'_> {
 }
 
 /// Many queries' probes, each query planned when its first probe is taken.
-struct ManyQueries<'s, 'a, D, P, F> {
+struct ManyQueries<'s, 'a, D, P, F, const A: bool> {
     scan: &'s MultiScan<'a, D>,
     probes_of: F,
     n: usize,
@@ -90,8 +90,8 @@ struct ManyQueries<'s, 'a, D, P, F> {
     _probes: std::marker::PhantomData<P>,
 }
 
-impl<D: AsRef<[u8]> + Sync, P: Probes, F: Fn(usize) -> P> ProbeStream
-    for ManyQueries<'_, '_, D, P, F>
+impl<D: AsRef<[u8]> + Sync, P: Probes, F: Fn(usize) -> P, const A: bool> ProbeStream
+    for ManyQueries<'_, '_, D, P, F, A>
 {
     #[inline]
     fn advance(&mut self, work: &mut Work) -> Result<Option<u32>> {
@@ -101,7 +101,7 @@ impl<D: AsRef<[u8]> + Sync, P: Probes, F: Fn(usize) -> P> ProbeStream
             }
             self.len = self
                 .scan
-                .plan(&(self.probes_of)(self.query), work, &mut self.plan);
+                .plan::<A>(&(self.probes_of)(self.query), work, &mut self.plan);
             self.at = 0;
             self.query += 1;
         }
@@ -196,6 +196,14 @@ pub(crate) struct MultiScan<'a, D> {
     pub(crate) residency: &'a Residency,
     /// Decode with `table::lanes` (set only where [`lanes_supported`] said so).
     pub(crate) lanes: bool,
+    /// Whether any table is format 4 ([`any_aligned`]): the lanes and the plan are then the
+    /// ones compiled for it (`Segments<true>`), else those without its tests.
+    pub(crate) aligned: bool,
+}
+
+/// Whether any of `tables` has segments aligned to prefix runs (format 4).
+pub(crate) fn any_aligned<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
+    tables.iter().any(|t| t.aligned_prefix() > 0)
 }
 
 /// Whether scans of `tables` may decode with the AVX2 lanes: the CPU has them and the tables'
@@ -212,9 +220,10 @@ pub(crate) fn lanes_supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
 
 impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     /// Plan `probes` (at most [`MAX_PROBES`]) into `plan`, in the prefetched rounds above: the
-    /// number planned (probes past their table's last block are dropped).
+    /// number planned (probes past their table's last block are dropped). `A`: as
+    /// [`aligned`](Self::aligned) (a plan for the scalar loop may take `true`).
     #[inline(always)]
-    fn plan(
+    fn plan<const A: bool>(
         &self,
         probes: &impl Probes,
         work: &mut Work,
@@ -266,7 +275,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         // Large blocks: where each probe starts decoding, once the blocks' skip entries
         // (their first lines, prefetched above, all probes' misses overlapping) have arrived.
         for p in &mut plan[..planned] {
-            (p.entry, p.shape) = tables[p.table].prefetch_segment(p.block, p.lo);
+            (p.entry, p.shape) = tables[p.table].prefetch_segment::<A>(p.block, p.lo);
         }
         planned
     }
@@ -305,13 +314,30 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         plan: &mut [Planned; MAX_PROBES],
     ) -> Result<()> {
         let tables = self.tables;
-        let planned = self.plan(probes, work, plan);
         #[cfg(target_arch = "x86_64")]
         if self.lanes {
-            let lanes = super::lanes::Lanes { tables };
             // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
-            return unsafe { lanes.run(&plan[..planned], k, work, &mut emit) };
+            return unsafe {
+                if self.aligned {
+                    let planned = self.plan::<true>(probes, work, plan);
+                    super::lanes::Lanes::<D, true> { tables }.run(
+                        &plan[..planned],
+                        k,
+                        work,
+                        &mut emit,
+                    )
+                } else {
+                    let planned = self.plan::<false>(probes, work, plan);
+                    super::lanes::Lanes::<D, false> { tables }.run(
+                        &plan[..planned],
+                        k,
+                        work,
+                        &mut emit,
+                    )
+                }
+            };
         }
+        let planned = self.plan::<true>(probes, work, plan);
         let mut live = Vec::with_capacity(planned);
         for p in &plan[..planned] {
             let cursor = Cursor::open(&tables[p.table], p.block, p.lo, p.hi, &mut work.blocks)?;
@@ -364,7 +390,30 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         mut emit: impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         debug_assert!(self.lanes);
-        let mut stream = ManyQueries {
+        if self.aligned {
+            // SAFETY: the caller's.
+            unsafe { self.run_many_as::<P, true>(n, probes_of, k, work, &mut emit) }
+        } else {
+            // SAFETY: the caller's.
+            unsafe { self.run_many_as::<P, false>(n, probes_of, k, work, &mut emit) }
+        }
+    }
+
+    /// [`run_many`](Self::run_many) with the lanes and plan of `A` ([`aligned`](Self::aligned)).
+    ///
+    /// # Safety
+    /// `self.lanes` must be set.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn run_many_as<P: Probes, const A: bool>(
+        &self,
+        n: usize,
+        probes_of: impl Fn(usize) -> P,
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(u32, usize, u64, u32),
+    ) -> Result<()> {
+        let mut stream = ManyQueries::<_, _, _, A> {
             scan: self,
             probes_of,
             n,
@@ -374,10 +423,10 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             query: 0,
             _probes: std::marker::PhantomData,
         };
-        let lanes = super::lanes::Lanes {
+        let lanes = super::lanes::Lanes::<D, A> {
             tables: self.tables,
         };
         // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
-        unsafe { lanes.run_stream(k, work, &mut stream, &mut emit) }
+        unsafe { lanes.run_stream(k, work, &mut stream, emit) }
     }
 }

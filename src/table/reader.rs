@@ -343,7 +343,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// The segment layout of block `i` (in range) and its coded stream, `None` if its count
     /// leaves no room for its skip entries (the block decoder names that corruption).
     #[inline(always)]
-    pub(crate) fn segments(&self, i: u64) -> Option<(Segments<'_>, &[u8])> {
+    pub(crate) fn segments<const A: bool>(&self, i: u64) -> Option<(Segments<'_, A>, &[u8])> {
         let bytes = self.block_bytes(i);
         let l = self.layout(i);
         let (segs, at) = Segments::of_block(bytes, l.head, l.segment_keys, l.last)?;
@@ -353,7 +353,11 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// [`segments`](Self::segments) of block `i` (in range) from the shape a parse of it
     /// gave before, without parsing its head again.
     #[inline(always)]
-    pub(crate) fn segments_of(&self, i: u64, shape: Shape) -> (Segments<'_>, &[u8]) {
+    pub(crate) fn segments_of<const A: bool>(
+        &self,
+        i: u64,
+        shape: Shape,
+    ) -> (Segments<'_, A>, &[u8]) {
         shape.bind(self.block_bytes(i))
     }
 
@@ -427,7 +431,7 @@ impl<D: AsRef<[u8]>> Table<D> {
 
     /// Check block `i`'s crc (once per reader) and start decoding it where `at` says.
     #[inline]
-    fn open_block(&self, i: u64, at: block::SeekTo) -> Result<BlockDecoder<'_>> {
+    fn open_block<const A: bool>(&self, i: u64, at: block::SeekTo) -> Result<BlockDecoder<'_, A>> {
         assert!(i < self.block_count(), "block {i} out of range");
         let (bytes, off) = (self.block_bytes(i), self.block_offset(i));
         self.check_block_crc(i)?;
@@ -453,9 +457,14 @@ impl<D: AsRef<[u8]>> Table<D> {
     }
 
     /// [`block`](Self::block) `i`, started at segment `j` (from
-    /// [`prefetch_segment`](Self::prefetch_segment)).
+    /// [`prefetch_segment`](Self::prefetch_segment)); `A` as [`BlockDecoder`]'s (`false` only
+    /// for a table of formats 1–3).
     #[inline]
-    pub(crate) fn block_at_segment(&self, i: u64, j: u32) -> Result<BlockDecoder<'_>> {
+    pub(crate) fn block_at_segment<const A: bool>(
+        &self,
+        i: u64,
+        j: u32,
+    ) -> Result<BlockDecoder<'_, A>> {
         self.open_block(i, block::SeekTo::Segment(j))
     }
 

@@ -60,8 +60,14 @@ impl Entry {
 }
 
 /// The segment layout of one block, from its header, its footer entry and the table's S.
+///
+/// `A`: whether this reader handles format 4 (aligned segments). Readers of tables of formats
+/// 1–3 only take `A = false`, which compiles none of format 4's tests: at 1M keys they cost a
+/// format-3 query ~260 instructions (2.8%) on the lanes' path. A format-4 block is never
+/// parsed as `Segments<false>` ([`of_block`](Self::of_block) refuses it), so `A = false` can
+/// cost speed only, never a key.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Segments<'a> {
+pub(crate) struct Segments<'a, const A: bool = true> {
     /// The block from its skip entries on: `SKIP_ENTRY_LEN` bytes each (format 2), or
     /// bit-packed (format 3); `m` of them.
     entries: &'a [u8],
@@ -112,8 +118,15 @@ pub(crate) struct Shape {
 impl Shape {
     /// The segments of `block` (all its bytes, the block this shape was taken from), and its
     /// coded stream. Any block of the table's size binds without a panic.
+    /// `A = false` only for a shape whose block is not format 4 (one that
+    /// [`Segments::<false>::of_block`](Segments::of_block) gave, or any shape of a table of
+    /// formats 1–3).
     #[inline(always)]
-    pub(crate) fn bind(self, block: &[u8]) -> (Segments<'_>, &[u8]) {
+    pub(crate) fn bind<const A: bool>(self, block: &[u8]) -> (Segments<'_, A>, &[u8]) {
+        debug_assert!(
+            A || self.align == 0,
+            "a format-4 shape bound without format 4"
+        );
         let crc_at = block.len() - super::block::BLOCK_TRAILER_LEN;
         let segs = Segments {
             entries: &block[self.head_bytes as usize..],
@@ -123,17 +136,18 @@ impl Shape {
     }
 }
 
-impl<'a> Segments<'a> {
+impl<'a, const A: bool> Segments<'a, A> {
     /// The layout of block `block` (all its bytes), whose head is `head`, of a table with
     /// `keys` keys per segment, whose footer entry is `last`, with the byte at which its coded
-    /// stream starts; `None` if its key count (at least 1) leaves no room for its skip entries.
+    /// stream starts; `None` if its key count (at least 1) leaves no room for its skip entries,
+    /// or, for `A = false`, if it is a format-4 block.
     #[inline(always)]
     pub(crate) fn of_block(
         block: &'a [u8],
         head: Head,
         keys: u32,
         last: u64,
-    ) -> Option<(Segments<'a>, usize)> {
+    ) -> Option<(Segments<'a, A>, usize)> {
         let count = head.count(block);
         let b = block.len() as u32;
         let (m, entries_len, offset_bits, index_bits, align) = match head {
@@ -145,6 +159,7 @@ impl<'a> Segments<'a> {
                 let m = compact_entries(count, keys);
                 (m, compact_entries_len(m, b), offset_bits(b), 0, 0)
             }
+            Head::Compact { .. } if !A => return None,
             Head::Compact { align, .. } => {
                 // Every segment start is one of the coded keys 1..count - 2.
                 let m = u16::from_le_bytes([block[2], block[3]]) as u32;
@@ -285,10 +300,16 @@ impl<'a> Segments<'a> {
         }
     }
 
+    /// Format 4: whether segments hold key indices, for a reader compiled for it (`A`).
+    #[inline(always)]
+    fn indexed(&self) -> bool {
+        A && self.shape.index_bits != 0
+    }
+
     /// Keys of segment `j` (0..=len) after its first.
     #[inline(always)]
     pub(crate) fn keys_after_start(&self, j: u32) -> u32 {
-        if self.shape.index_bits != 0 {
+        if self.indexed() {
             return self.aligned_keys_after_start(j);
         }
         if j >= self.shape.m {
@@ -313,7 +334,7 @@ impl<'a> Segments<'a> {
     /// Keys of the block from the start of segment `j` (0..=len) on.
     #[inline(always)]
     pub(crate) fn keys_from(&self, j: u32) -> u32 {
-        if self.shape.index_bits != 0 {
+        if self.indexed() {
             return self.aligned_keys_from(j);
         }
         self.shape.count - j * self.shape.keys
@@ -341,7 +362,7 @@ impl<'a> Segments<'a> {
     pub(crate) fn starts_above(&self, j: u32, hi: u64) -> bool {
         // `hi` between base and last shares their top c bits, so a start whose partial key
         // is above hi's is above hi.
-        self.shape.align > 0
+        A && self.shape.align > 0
             && hi >= self.shape.base
             && hi < self.shape.last
             && self.entry(j).0 > partial(hi, self.shape.c as u32)
@@ -370,6 +391,7 @@ impl<'a> Segments<'a> {
         // Format 4: a segment starts at the first key of its top `align` bits, and where the
         // key before it was decoded it is checked (the rule a seek relies on).
         let aligned = match self.shape.align {
+            _ if !A => true,
             0 => true,
             a => (s.key ^ prev) >> (64 - a as u32) != 0,
         };
@@ -406,7 +428,7 @@ impl<'a> Segments<'a> {
         // key before it.
         let a = self.shape.align as u32;
         let mut target = partial(lo, c) as u32;
-        if a != 0 {
+        if A && a != 0 {
             let from_bit = 64 - PARTIAL_BITS - self.shape.shift as u32;
             if a > c && a <= from_bit + PARTIAL_BITS {
                 target = (target | (0xffff >> (a - from_bit))) + 1;
@@ -426,7 +448,7 @@ impl<'a> Segments<'a> {
         );
         let span = to.wrapping_sub(from) & 0xffff;
         let at = target.wrapping_sub(from) & 0xffff;
-        let mut j = if self.shape.index_bits == 0 {
+        let mut j = if !self.indexed() {
             // (No overflow: at most 16 bits times 16 bits, over 17 bits times S's 16, the
             // count clamped since it is not checked yet.)
             let keys = self.shape.count.min(1 << 16) - 1;
@@ -503,7 +525,7 @@ impl<'a> Segments<'a> {
         // to the next segment's (the last segment's first key before an uncoded last key),
         // so that counting its keys cannot wrap (in other formats this holds by
         // construction).
-        if self.shape.index_bits != 0 && !self.indices_fit(e.j) {
+        if self.indexed() && !self.indices_fit(e.j) {
             return None;
         }
         if e.j == 0 {

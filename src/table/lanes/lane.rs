@@ -15,7 +15,7 @@ use crate::table::format::COMPACT_VERSION;
 use crate::table::multiscan::ProbeStream;
 use crate::table::segment::{Entry, Head, Shape};
 
-impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
+impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
     /// Start idle lane `l` on the next planned probe, and on the one after while a probe ends
     /// at its first key; the lane stays idle once the probes run out.
     pub(super) fn start(
@@ -51,7 +51,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let (pos, end, prev) = (g.pos.0[i], g.end.0[i], g.prev.0[i]);
-        let (_, stream) = table.segments_of(b, g.shape[i]);
+        let (_, stream) = table.segments_of::<A>(b, g.shape[i]);
         match decode_delta_at(stream, table.decode_table(), Codec::HDelta, pos, end, prev) {
             Some((key, next)) => {
                 g.prev.0[i] = key;
@@ -95,7 +95,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     #[inline(never)]
     fn load_block_decoder(&self, g: &mut Group, i: usize, b: u64, j: u32) -> Result<u64> {
         let table = &self.tables[g.table[i]];
-        let mut dec = table.block_at_segment(b, j)?;
+        let mut dec = table.block_at_segment::<A>(b, j)?;
         let (segment, _) = dec.segment_state();
         let Some(key) = dec.next_key() else {
             return Err(table.block_fault(b, segment));
@@ -141,7 +141,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
     ) -> Result<Option<u64>> {
         let table = &self.tables[g.table[i]];
         table.check_block_crc(b)?;
-        let (segs, stream) = table.segments_of(b, *shape);
+        let (segs, stream) = table.segments_of::<A>(b, *shape);
         let j = entry.j;
         if j > segs.len() || segs.count() as u64 > table.max_block_keys() {
             return Ok(None);
@@ -174,7 +174,7 @@ impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
         let table = &self.tables[g.table[i]];
         let b = g.block[i];
         let j = g.segment[i] + 1;
-        let (segs, stream) = table.segments_of(b, g.shape[i]);
+        let (segs, stream) = table.segments_of::<A>(b, g.shape[i]);
         if segs.starts_above(j, g.hi_x.0[i] ^ MSB) {
             work.keys += g.retire(i);
             return Ok(None);
@@ -361,7 +361,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// [`BlockDecoder`]: crate::table::block::BlockDecoder
     #[cold]
     pub(crate) fn block_fault(&self, i: u64, segment: u32) -> Error {
-        let mut dec = match self.block_at_segment(i, segment) {
+        let mut dec = match self.block_at_segment::<true>(i, segment) {
             Ok(d) => d,
             Err(e) => return e,
         };

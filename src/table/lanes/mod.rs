@@ -87,8 +87,9 @@ thread_local! {
     static KEPT: std::cell::Cell<Option<Box<Group>>> = const { std::cell::Cell::new(None) };
 }
 
-/// The lanes over a set of tables (an index's): decodes planned probes of those tables.
-pub(crate) struct Lanes<'a, D> {
+/// The lanes over a set of tables (an index's): decodes planned probes of those tables. `A`:
+/// whether any table is format 4 (`Segments<A>`; the plan's shapes must be of the same `A`).
+pub(crate) struct Lanes<'a, D, const A: bool> {
     pub(crate) tables: &'a [Table<D>],
 }
 
@@ -103,7 +104,7 @@ pub(crate) fn supported<D: AsRef<[u8]>>(tables: &[Table<D>]) -> bool {
         })
 }
 
-impl<D: AsRef<[u8]> + Sync> Lanes<'_, D> {
+impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
     /// Decode the planned probes `(table, permuted query, lo, hi, first block)` four at a
     /// time, emitting `(table, key, distance)` for every key within `k` of its probe's query
     /// (keys in range; repeats across tables are the caller's to remove).

@@ -101,11 +101,15 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// one: the block decoder names that). Segment 0 for an unsegmented table. A hint: a wrong
     /// segment only costs decode work.
     #[inline]
-    pub(crate) fn prefetch_segment(&self, i: u64, lo: u64) -> (Entry, Option<Shape>) {
+    pub(crate) fn prefetch_segment<const A: bool>(
+        &self,
+        i: u64,
+        lo: u64,
+    ) -> (Entry, Option<Shape>) {
         if self.header.segment_keys == 0 {
             return (Entry::default(), None);
         }
-        let Some((segs, stream)) = self.segments(i) else {
+        let Some((segs, stream)) = self.segments::<A>(i) else {
             return (Entry::default(), None);
         };
         let e = segs.find_entry(lo);

@@ -44,7 +44,7 @@ fn find_entry_carries_what_entering_would_read() {
                 .with_segment_keys(s);
             let t = Table::from_bytes(build_bytes(keys, &o).unwrap()).unwrap();
             for i in 0..t.block_count() {
-                let (segs, stream) = t.segments(i).unwrap();
+                let (segs, stream) = t.segments::<true>(i).unwrap();
                 let m = segs.len();
                 let starts: Vec<u64> = (1..=m)
                     .map(|j| segs.enter(stream, j).unwrap().key)
@@ -78,6 +78,55 @@ fn find_entry_carries_what_entering_would_read() {
         }
     }
     assert!(checked > 10_000, "{checked}");
+}
+
+/// The reader compiled without format 4 (`Segments<false>`, what queries of indexes of
+/// formats 1–3 take) reads every format-2 and format-3 block as the general one does, and
+/// refuses every format-4 block rather than misread it.
+#[test]
+fn the_reader_without_format_4_agrees_and_refuses_format_4() {
+    let keys = random_keys(100_000, 23);
+    let (mut checked, mut refused) = (0, 0);
+    for (s, align) in [(4u32, 0u32), (20, 0), (8, 10)] {
+        let o = TableOptions::default()
+            .with_block_size(1024)
+            .with_segment_keys(s)
+            .with_aligned_prefix(align);
+        let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
+        for i in 0..t.block_count() {
+            let Some((lean, stream)) = t.segments::<false>(i) else {
+                assert_eq!(t.format_version(), 4, "block {i}");
+                refused += 1;
+                continue;
+            };
+            assert_ne!(t.format_version(), 4, "block {i}");
+            let (general, _) = t.segments::<true>(i).unwrap();
+            assert_eq!(lean.len(), general.len());
+            for j in 0..=general.len() {
+                assert_eq!(lean.keys_from(j), general.keys_from(j));
+                assert_eq!(lean.coded_after_start(j), general.coded_after_start(j));
+                assert_eq!(lean.enter(stream, j), general.enter(stream, j));
+                assert!(!lean.starts_above(j, general.last() - 1));
+            }
+            let mut x = i | 1;
+            for _ in 0..64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Keys in and around the block's range.
+                let (base, last) = (general.shape.base, general.last());
+                let lo = base
+                    .saturating_sub(1)
+                    .saturating_add(x % (last - base).saturating_add(3));
+                let e = general.find_entry(lo);
+                assert_eq!(lean.find_entry(lo), e, "block {i}, key {lo:#x}");
+                assert_eq!(lean.enter_entry(stream, e), general.enter_entry(stream, e));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000, "{checked}");
+    assert!(refused > 50, "{refused}");
 }
 
 /// A probe of a segmented table decodes at most a segment before its range, whatever the
