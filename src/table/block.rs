@@ -358,11 +358,12 @@ impl<'a, const A: bool> BlockDecoder<'a, A> {
         self.prev = s.key;
         self.pos = s.pos;
         self.end = s.end;
-        self.remaining = self.segments.keys_from(j);
+        let (from, after) = self.segments.keys_from_start(j, &s);
+        self.remaining = from;
         // `remaining` when segment `j`'s successor starts; in the last segment, 1 if the
         // block's last key is not coded (format 3), else 0 (never).
         self.raw_at = if j < self.segments.len() {
-            self.segments.keys_from(j + 1)
+            after
         } else {
             self.segments.implicit_last() as u32
         };

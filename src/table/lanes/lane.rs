@@ -156,7 +156,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
             pos: s.pos,
             end: s.end,
             key: s.key,
-            left: segs.coded_after_start(j),
+            left: segs.coded_after(j, &s),
             implicit: segs.implicit_last(),
             shape: *shape,
         };
@@ -181,7 +181,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
         }
         let next = segs
             .next(stream, j, g.pos.0[i], g.prev.0[i])
-            .map(|start| (start, segs.coded_after_start(j)));
+            .map(|start| (start, segs.coded_after(j, &start)));
         let Some((start, left)) = next else {
             return Err(table.block_fault(b, g.start_segment[i]));
         };
