@@ -339,15 +339,13 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
 /// What the lanes read of a table beyond its public face.
 impl<D: AsRef<[u8]>> Table<D> {
     /// The most keys a block of this table can hold (every block's head is of one kind,
-    /// whose size alone matters: no block's layout is built for it, at every probe). For
-    /// format 4, format 3's bound, 16 keys above its own (its head holds two bytes more): a
-    /// guard before the decode's own checks, which the block decoder's exact one follows.
+    /// whose size alone matters: no block's layout is built for it, at every probe).
     #[inline]
     fn max_block_keys(&self) -> u64 {
         let head = if self.format_version() >= COMPACT_VERSION {
             Head::Compact {
                 after: None,
-                align: 0,
+                align: self.aligned_prefix() as u8,
             }
         } else {
             Head::Wide
