@@ -70,6 +70,15 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
     }
 }
 
+/// Modelled nanoseconds per key of a probe's range in a table aligned to its runs (format 4),
+/// against 11 for every other key decoded: the run is one segment, decoded on the vector
+/// path without a segment change. Fitted to where design 4 (aligned) stops being faster than
+/// design 10 (not aligned), measured in one process on the same keys (BENCHMARKS.md, issue
+/// 29, part 10): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. At 11
+/// the model put that point at 4.2M, so `auto` gave 5M-6M keys design 10, 4-10% slower at
+/// 2.5x the bytes; at 7.5 it is at about 6.4M.
+const ALIGNED_RUN_KEY_NS: f64 = 7.5;
+
 /// Fewest keys a table's prefix runs must average for its segments to be aligned to them.
 pub const ALIGN_MIN_RUN: f64 = 8.0;
 /// Most keys per segment of an aligned table, S: a run shorter than this shares its
@@ -169,14 +178,16 @@ impl Design {
             // decoded, ~2 ns per candidate checked, a block search of a cache miss or two.
             let search = 80.0 + 4.0 * blocks.log2();
             // Keys decoded before the probe's range: half a block, half a segment, or none
-            // where the table's segments are aligned to its runs (format 4).
-            let reach = match auto_segment_keys(block_size) {
-                0 => keys_per_block / 2.0,
-                s if auto_alignment(n, self.tables[i].prefix_bits, s).0 > 0 => 0.0,
-                s => s as f64 / 2.0,
+            // where the table's segments are aligned to its runs (format 4), whose run is
+            // then decoded as one segment, without a segment start on the way.
+            let (reach, run_key) = match auto_segment_keys(block_size) {
+                0 => (keys_per_block / 2.0, 11.0),
+                s if auto_alignment(n, self.tables[i].prefix_bits, s).0 > 0 => {
+                    (0.0, ALIGNED_RUN_KEY_NS)
+                }
+                s => (s as f64 / 2.0, 11.0),
             };
-            let decoded = reach + per_probe;
-            work += pr * (search + miss + 11.0 * decoded + 2.0 * per_probe);
+            work += pr * (search + miss + 11.0 * reach + (run_key + 2.0) * per_probe);
         }
         Cost {
             probes,
@@ -245,8 +256,13 @@ mod tests {
         // 1M design 4 (2.1 µs) beat 10 (3.6); at 10M 10 (7.5) beat 4 (8.6) and 16 (14.5); at
         // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
         // (5.2-5.9), which the model without its cache-miss term picked.
+        // Design 4 in format 4 (aligned) against design 10, same keys (issue 29, part 10):
+        // 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M.
         for (n, k, want) in [
             (1_000_000, 3, "4"),
+            (5_000_000, 3, "4"),
+            (6_000_000, 3, "4"),
+            (7_000_000, 3, "10"),
             (10_000_000, 3, "10"),
             (100_000_000, 3, "10"),
             (100_000_000, 2, "m3c1r0"),
