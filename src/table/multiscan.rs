@@ -275,7 +275,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         // Large blocks: where each probe starts decoding, once the blocks' skip entries
         // (their first lines, prefetched above, all probes' misses overlapping) have arrived.
         for p in &mut plan[..planned] {
-            (p.entry, p.shape) = tables[p.table].prefetch_segment::<A>(p.block, p.lo);
+            tables[p.table].prefetch_segment::<A>(p.block, p.lo, &mut p.entry, &mut p.shape);
         }
         planned
     }

@@ -143,7 +143,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
         table.check_block_crc(b)?;
         let (segs, stream) = table.segments_of::<A>(b, *shape);
         let j = entry.j;
-        if j > segs.len() || segs.count() as u64 > table.max_block_keys() {
+        if j > segs.len() || segs.count() as u64 > table.max_block_keys::<A>() {
             return Ok(None);
         }
         let Some(s) = segs.enter_entry(stream, entry) else {
@@ -339,13 +339,14 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
 /// What the lanes read of a table beyond its public face.
 impl<D: AsRef<[u8]>> Table<D> {
     /// The most keys a block of this table can hold (every block's head is of one kind,
-    /// whose size alone matters: no block's layout is built for it, at every probe).
+    /// whose size alone matters: no block's layout is built for it, at every probe). `A` as
+    /// the lanes': without format 4, its head's size is not asked for.
     #[inline]
-    fn max_block_keys(&self) -> u64 {
+    fn max_block_keys<const A: bool>(&self) -> u64 {
         let head = if self.format_version() >= COMPACT_VERSION {
             Head::Compact {
                 after: None,
-                align: self.aligned_prefix() as u8,
+                align: if A { self.aligned_prefix() as u8 } else { 0 },
             }
         } else {
             Head::Wide
