@@ -257,8 +257,13 @@ mod tests {
         // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
         // (5.2-5.9), which the model without its cache-miss term picked.
         // Design 4 in format 4 (aligned) against design 10, same keys (issue 29, part 10):
-        // 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M.
+        // 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. The same re-fit moved two picks at large
+        // k to designs whose runs are aligned, measured faster (`simdex query --timing
+        // --populate`, one thread): k = 5 at 300k keys m6c1r0 (5.6-7.1 µs) over m3c1r1
+        // (11.2-14.5), k = 6 at 100k m7c1r0 (10.7-18.7) over m4c1r1 (22.2-25.0).
         for (n, k, want) in [
+            (300_000, 5, "m6c1r0"),
+            (100_000, 6, "m7c1r0"),
             (1_000_000, 3, "4"),
             (5_000_000, 3, "4"),
             (6_000_000, 3, "4"),
