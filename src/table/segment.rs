@@ -316,7 +316,8 @@ impl<'a, const A: bool> Segments<'a, A> {
     #[inline(always)]
     pub(crate) fn keys_after_start(&self, j: u32) -> u32 {
         if self.indexed() {
-            return self.aligned_keys_after_start(j);
+            // (`enter_entry` checked that the indices ascend.)
+            return self.index(j + 1) - self.index(j) - 1;
         }
         if j >= self.shape.m {
             // The last segment runs to the block's end: in format 3 that can be S + 1 keys,
@@ -341,22 +342,9 @@ impl<'a, const A: bool> Segments<'a, A> {
     #[inline(always)]
     pub(crate) fn keys_from(&self, j: u32) -> u32 {
         if self.indexed() {
-            return self.aligned_keys_from(j);
+            return self.shape.count - self.index(j);
         }
         self.shape.count - j * self.shape.keys
-    }
-
-    /// [`keys_after_start`](Self::keys_after_start) in format 4, out of the other formats'
-    /// way. (`enter_entry` checked that the indices ascend.)
-    #[inline(never)]
-    fn aligned_keys_after_start(&self, j: u32) -> u32 {
-        self.index(j + 1) - self.index(j) - 1
-    }
-
-    /// [`keys_from`](Self::keys_from) in format 4.
-    #[inline(never)]
-    fn aligned_keys_from(&self, j: u32) -> u32 {
-        self.shape.count - self.index(j)
     }
 
     /// [`coded_after_start`](Self::coded_after_start) of segment `j`, entered at `s`: in

@@ -82,7 +82,8 @@ fn find_entry_carries_what_entering_would_read() {
 
 /// The reader compiled without format 4 (`Segments<false>`, what queries of indexes of
 /// formats 1–3 take) reads every format-2 and format-3 block as the general one does, and
-/// refuses every format-4 block rather than misread it.
+/// refuses every format-4 block rather than misread it; and a segment's counts taken from
+/// its start agree with those read from the skip entries, in every format.
 #[test]
 fn the_reader_without_format_4_agrees_and_refuses_format_4() {
     let keys = random_keys(100_000, 23);
@@ -94,13 +95,28 @@ fn the_reader_without_format_4_agrees_and_refuses_format_4() {
             .with_aligned_prefix(align);
         let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
         for i in 0..t.block_count() {
-            let Some((lean, stream)) = t.segments::<false>(i) else {
+            let (general, stream) = t.segments::<true>(i).unwrap();
+            // Every reader's counts from a segment's start (in format 4, the key indices its
+            // entry carries) are those its skip entries give.
+            for j in 0..=general.len() {
+                let s = general.enter(stream, j).unwrap();
+                assert_eq!(general.coded_after(j, &s), general.coded_after_start(j));
+                let after = if j < general.len() {
+                    general.keys_from(j + 1)
+                } else {
+                    0
+                };
+                assert_eq!(
+                    general.keys_from_start(j, &s),
+                    (general.keys_from(j), after)
+                );
+            }
+            let Some((lean, _)) = t.segments::<false>(i) else {
                 assert_eq!(t.format_version(), 4, "block {i}");
                 refused += 1;
                 continue;
             };
             assert_ne!(t.format_version(), 4, "block {i}");
-            let (general, _) = t.segments::<true>(i).unwrap();
             assert_eq!(lean.len(), general.len());
             for j in 0..=general.len() {
                 assert_eq!(lean.keys_from(j), general.keys_from(j));
