@@ -319,21 +319,9 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
             return unsafe {
                 if self.aligned {
-                    let planned = self.plan::<true>(probes, work, plan);
-                    super::lanes::Lanes::<D, true> { tables }.run(
-                        &plan[..planned],
-                        k,
-                        work,
-                        &mut emit,
-                    )
+                    self.run_lanes_as::<true>(probes, k, work, &mut emit, plan)
                 } else {
-                    let planned = self.plan::<false>(probes, work, plan);
-                    super::lanes::Lanes::<D, false> { tables }.run(
-                        &plan[..planned],
-                        k,
-                        work,
-                        &mut emit,
-                    )
+                    self.run_lanes_as::<false>(probes, k, work, &mut emit, plan)
                 }
             };
         }
@@ -370,6 +358,29 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             }
         }
         Ok(())
+    }
+
+    /// [`run_in`](Self::run_in) through the vector lanes, with the plan and lanes of `A`
+    /// ([`aligned`](Self::aligned)).
+    ///
+    /// # Safety
+    /// `self.lanes` must be set.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn run_lanes_as<const A: bool>(
+        &self,
+        probes: &impl Probes,
+        k: u32,
+        work: &mut Work,
+        emit: &mut impl FnMut(usize, u64, u32),
+        plan: &mut [Planned; MAX_PROBES],
+    ) -> Result<()> {
+        let planned = self.plan::<A>(probes, work, plan);
+        let lanes = super::lanes::Lanes::<D, A> {
+            tables: self.tables,
+        };
+        // SAFETY: `lanes` is set only where `lanes::supported` found AVX2 and POPCNT.
+        unsafe { lanes.run(&plan[..planned], k, work, emit) }
     }
 
     /// [`run`](Self::run) for `n` queries, the probes of query `i` from `probes_of(i)`, as

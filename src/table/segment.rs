@@ -124,6 +124,7 @@ pub(crate) struct Shape {
 impl Shape {
     /// The segments of `block` (all its bytes, the block this shape was taken from), and its
     /// coded stream. Any block of the table's size binds without a panic.
+    ///
     /// `A = false` only for a shape whose block is not format 4 (one that
     /// [`Segments::<false>::of_block`](Segments::of_block) gave, or any shape of a table of
     /// formats 1–3).
@@ -306,6 +307,13 @@ impl<'a, const A: bool> Segments<'a, A> {
         }
     }
 
+    /// 1 if segment `j` (0..=len) ends with the block's uncoded last key (the last segment of
+    /// a format-3 or format-4 block of two keys or more), else 0.
+    #[inline(always)]
+    fn ends_uncoded(&self, j: u32) -> u32 {
+        (j >= self.shape.m && self.shape.implicit_last) as u32
+    }
+
     /// Format 4: whether segments hold key indices, for a reader compiled for it (`A`).
     #[inline(always)]
     fn indexed(&self) -> bool {
@@ -335,7 +343,7 @@ impl<'a, const A: bool> Segments<'a, A> {
     /// an uncoded last key ([`implicit_last`](Self::implicit_last)).
     #[inline]
     pub(crate) fn coded_after_start(&self, j: u32) -> u32 {
-        self.keys_after_start(j) - (j >= self.shape.m && self.shape.implicit_last) as u32
+        self.keys_after_start(j) - self.ends_uncoded(j)
     }
 
     /// Keys of the block from the start of segment `j` (0..=len) on.
@@ -353,8 +361,7 @@ impl<'a, const A: bool> Segments<'a, A> {
     #[inline(always)]
     pub(crate) fn coded_after(&self, j: u32, s: &Start) -> u32 {
         if self.indexed() {
-            let implicit = (j >= self.shape.m && self.shape.implicit_last) as u32;
-            return s.next - s.first - 1 - implicit;
+            return s.next - s.first - 1 - self.ends_uncoded(j);
         }
         self.coded_after_start(j)
     }
@@ -590,8 +597,7 @@ impl<'a, const A: bool> Segments<'a, A> {
     /// those of a well-formed block.
     #[inline(always)]
     fn indices_fit(&self, j: u32, first: u32, next: u32) -> bool {
-        let last = (j >= self.shape.m && self.shape.implicit_last) as u32;
-        first + last < next && next <= self.shape.count && (j == 0 || first > 0)
+        first + self.ends_uncoded(j) < next && next <= self.shape.count && (j == 0 || first > 0)
     }
 }
 
