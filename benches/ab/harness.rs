@@ -8,6 +8,10 @@
 //!
 //! INDEX may be `DIR_A,DIR_B`: A opens the first, B the second (two builds of the same keys
 //! in two layouts, such as a format only B reads).
+//!
+//! Both indexes are opened (and populated: every page read, every block's crc checked) on all
+//! the cores the process may use, then the rounds run on one thread, pinned to core `AB_PIN`
+//! where that is set: at 1B keys a one-thread open would cost ~12 s an index.
 
 use std::time::Instant;
 
@@ -27,16 +31,54 @@ fn main() {
     let n: usize = a[3].parse().expect("BATCH");
     let rounds: usize = a[4].parse().expect("ROUNDS");
     assert!(n > 0 && n < qs.len(), "BATCH must be below the query count");
-    let ia = simdex_a::Index::open_with(
-        dir_a,
-        &simdex_a::index::OpenOptions::default().with_populate(true),
-    )
-    .expect("open A");
-    let ib = simdex_b::Index::open_with(
-        dir_b,
-        &simdex_b::index::OpenOptions::default().with_populate(true),
-    )
-    .expect("open B");
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let open_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cores)
+        .build()
+        .expect("open pool");
+    let t = Instant::now();
+    let (ia, ib) = open_pool.install(|| {
+        let ia = simdex_a::Index::open_with(
+            dir_a,
+            &simdex_a::index::OpenOptions::default().with_populate(true),
+        )
+        .expect("open A");
+        let ib = simdex_b::Index::open_with(
+            dir_b,
+            &simdex_b::index::OpenOptions::default().with_populate(true),
+        )
+        .expect("open B");
+        (ia, ib)
+    });
+    drop(open_pool);
+    eprintln!("opened both on {cores} threads in {:.1} s", t.elapsed().as_secs_f64());
+    if let Some(core) = std::env::var("AB_PIN").ok().and_then(|c| c.parse::<usize>().ok()) {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(core, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        };
+        assert!(ok, "AB_PIN={core}: sched_setaffinity failed");
+    }
+    // Built after pinning, so that its one worker inherits the pin.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("query pool");
+    one.install(|| rounds_of(&ia, &ib, &a, &qs, n, rounds, mode));
+}
+
+/// Time `rounds` rounds of `n` queries on A and B in turns and print the medians.
+fn rounds_of(
+    ia: &simdex_a::Index,
+    ib: &simdex_b::Index,
+    a: &[String],
+    qs: &[u64],
+    n: usize,
+    rounds: usize,
+    mode: &str,
+) {
     let run_a = |q: &[u64]| -> usize {
         match mode {
             "near" => q.iter().map(|&f| ia.near(f, 3).unwrap().len()).sum(),

@@ -52,6 +52,8 @@ publish = false
 [dependencies]
 simdex_a = { path = "../a" }
 simdex_b = { path = "../b" }
+libc = "0.2"
+rayon = "1"
 
 [profile.release]
 debug = 1
