@@ -11,7 +11,9 @@
 //!
 //! Both indexes are opened (and populated: every page read, every block's crc checked) on all
 //! the cores the process may use, then the rounds run on one thread, pinned to core `AB_PIN`
-//! where that is set: at 1B keys a one-thread open would cost ~12 s an index.
+//! where that is set: at 1B keys a one-thread open would cost ~12 s an index. With
+//! `AB_B_IN_MEMORY` set, B reads its index into memory (`Index::open_in_memory`: huge pages
+//! where the kernel allows) instead of mapping it.
 
 use std::time::Instant;
 
@@ -37,21 +39,51 @@ fn main() {
         .build()
         .expect("open pool");
     let t = Instant::now();
-    let (ia, ib) = open_pool.install(|| {
-        let ia = simdex_a::Index::open_with(
+    let ia = open_pool.install(|| {
+        simdex_a::Index::open_with(
             dir_a,
             &simdex_a::index::OpenOptions::default().with_populate(true),
         )
-        .expect("open A");
-        let ib = simdex_b::Index::open_with(
+        .expect("open A")
+    });
+    if std::env::var_os("AB_B_IN_MEMORY").is_some() {
+        let ib = open_pool
+            .install(|| simdex_b::Index::open_in_memory(dir_b))
+            .expect("open B in memory");
+        return time_pinned(open_pool, cores, t, &ia, &ib, &a, &qs, n, rounds, mode);
+    }
+    let ib = open_pool.install(|| {
+        simdex_b::Index::open_with(
             dir_b,
             &simdex_b::index::OpenOptions::default().with_populate(true),
         )
-        .expect("open B");
-        (ia, ib)
+        .expect("open B")
     });
+    time_pinned(open_pool, cores, t, &ia, &ib, &a, &qs, n, rounds, mode);
+}
+
+/// Pin (`AB_PIN`) and time the rounds on one thread.
+#[allow(clippy::too_many_arguments)]
+fn time_pinned<DA: AsRef<[u8]> + Sync, DB: AsRef<[u8]> + Sync>(
+    open_pool: rayon::ThreadPool,
+    cores: usize,
+    t: Instant,
+    ia: &simdex_a::Index<DA>,
+    ib: &simdex_b::Index<DB>,
+    a: &[String],
+    qs: &[u64],
+    n: usize,
+    rounds: usize,
+    mode: &str,
+) {
     drop(open_pool);
     eprintln!("opened both on {cores} threads in {:.1} s", t.elapsed().as_secs_f64());
+    // How much of the process the kernel holds in huge pages (B in memory asks for them).
+    if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
+        for l in s.lines().filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge")) {
+            eprintln!("  {}", l.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
     if let Some(core) = std::env::var("AB_PIN").ok().and_then(|c| c.parse::<usize>().ok()) {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
         let ok = unsafe {
@@ -66,13 +98,13 @@ fn main() {
         .num_threads(1)
         .build()
         .expect("query pool");
-    one.install(|| rounds_of(&ia, &ib, &a, &qs, n, rounds, mode));
+    one.install(|| rounds_of(ia, ib, a, qs, n, rounds, mode));
 }
 
 /// Time `rounds` rounds of `n` queries on A and B in turns and print the medians.
-fn rounds_of(
-    ia: &simdex_a::Index,
-    ib: &simdex_b::Index,
+fn rounds_of<DA: AsRef<[u8]> + Sync, DB: AsRef<[u8]> + Sync>(
+    ia: &simdex_a::Index<DA>,
+    ib: &simdex_b::Index<DB>,
     a: &[String],
     qs: &[u64],
     n: usize,

@@ -241,6 +241,23 @@ impl<'a> BlockDecoder<'a> {
     }
 }
 
+impl<'a> BlockDecoder<'a, false> {
+    /// As [`BlockDecoder::new_unchecked_crc`], compiled without format 4's tests (`A =
+    /// false`), as queries of an index of formats 1–3 decode: a format-4 block is refused
+    /// as corrupt. Public for the fuzzers, which check that it decodes every other block,
+    /// whatever its bytes, exactly as the general decoder does.
+    pub fn without_format_4(
+        block: &'a [u8],
+        index: u64,
+        offset: u64,
+        codec: Codec,
+        table: &'a DecodeTable,
+        layout: Layout,
+    ) -> Result<BlockDecoder<'a, false>> {
+        Self::open_at(block, index, offset, codec, table, layout, SeekTo::Segment(0))
+    }
+}
+
 impl<'a, const A: bool> BlockDecoder<'a, A> {
     /// As [`new_unchecked_crc`](Self::new_unchecked_crc), started where `at` says (a key: as
     /// [`seek`](Self::seek) would). A format-3 block's

@@ -90,7 +90,8 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// Whether block `i`'s crc32 has been checked by this reader.
     #[inline]
     pub(super) fn crc_is_checked(&self, i: u64) -> bool {
-        self.crc_checked[(i / 64) as usize].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+        self.all_checked
+            || self.crc_checked[(i / 64) as usize].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
     }
 
     /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
