@@ -10,7 +10,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let block_size = 128u32 << (data[0] % 6);
-    let codec = if data[0] & 0x80 == 0 { simdex::codec::Codec::HDelta } else { simdex::codec::Codec::Gap };
+    let codec = if data[0] & 0x80 == 0 {
+        simdex::codec::Codec::HDelta
+    } else {
+        simdex::codec::Codec::Gap
+    };
     let mut keys: Vec<u64> = data[1..]
         .chunks(8)
         .map(|c| {
@@ -21,7 +25,9 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let probes = keys.clone();
     keys.sort_unstable();
-    let opts = TableOptions::default().with_block_size(block_size).with_codec(codec);
+    let opts = TableOptions::default()
+        .with_block_size(block_size)
+        .with_codec(codec);
     let bytes = table::build_bytes(&keys, &opts).unwrap();
     keys.dedup();
     let t = Table::from_bytes(bytes).unwrap();
@@ -39,7 +45,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(got, want);
         let other = probes[(i * 7 + 1) % probes.len()];
         let (lo, hi) = (q.min(other), q.max(other));
-        let want: Vec<u64> = keys.iter().copied().filter(|&k| lo <= k && k <= hi).collect();
+        let want: Vec<u64> = keys
+            .iter()
+            .copied()
+            .filter(|&k| lo <= k && k <= hi)
+            .collect();
         let got: Vec<u64> = t.range(lo..=hi).map(|k| k.unwrap()).collect();
         assert_eq!(got, want);
     }

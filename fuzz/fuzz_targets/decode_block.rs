@@ -6,9 +6,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use simdex::table::block::{BlockDecoder, Head, Layout, block_crc};
 use simdex::codec::Codec;
 use simdex::codec::huffman::{Code, DecodeTable};
+use simdex::table::block::{BlockDecoder, Head, Layout, block_crc};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 64 + 16 {
@@ -19,7 +19,11 @@ fuzz_target!(|data: &[u8]| {
     for (x, &b) in f.iter_mut().zip(freq_bytes) {
         *x = b as u64;
     }
-    let codec = if freq_bytes[0] & 1 == 0 { Codec::HDelta } else { Codec::Gap };
+    let codec = if freq_bytes[0] & 1 == 0 {
+        Codec::HDelta
+    } else {
+        Codec::Gap
+    };
     let table = DecodeTable::new(&Code::from_frequencies(&f, 12), |s| codec.suffix_bits(s));
     // A block of the next power of two >= 128 bytes, with a valid crc so the stream is decoded.
     let size = rest.len().next_power_of_two().clamp(128, 4096);
@@ -38,8 +42,14 @@ fuzz_target!(|data: &[u8]| {
             last: u64::from_le_bytes(freq_bytes[8..16].try_into().unwrap()),
             head: match freq_bytes[2] % 3 {
                 0 => Head::Wide,
-                1 => Head::Compact { after: None, align: freq_bytes[3] % 64 },
-                _ => Head::Compact { after: Some(after), align: freq_bytes[3] % 64 },
+                1 => Head::Compact {
+                    after: None,
+                    align: freq_bytes[3] % 64,
+                },
+                _ => Head::Compact {
+                    after: Some(after),
+                    align: freq_bytes[3] % 64,
+                },
             },
         },
     };
@@ -54,12 +64,20 @@ fuzz_target!(|data: &[u8]| {
             let (mut gs, mut ls) = (g.clone(), l.clone());
             gs.seek(key);
             ls.seek(key);
-            assert_eq!(drain(&mut gs), drain(&mut ls), "seek {key:#x}: decoders disagree");
+            assert_eq!(
+                drain(&mut gs),
+                drain(&mut ls),
+                "seek {key:#x}: decoders disagree"
+            );
             assert_eq!(drain(&mut g), drain(&mut l), "decoders disagree");
         }
         (Err(_), Err(_)) => {}
         (Ok(_), Err(_)) if format_4 => {}
-        (g, l) => panic!("one decoder opened the block, the other not: {:?} / {:?}", g.is_ok(), l.is_ok()),
+        (g, l) => panic!(
+            "one decoder opened the block, the other not: {:?} / {:?}",
+            g.is_ok(),
+            l.is_ok()
+        ),
     }
     let Ok(mut d) = general else { return };
     // A probe's start: the segment an arbitrary key selects.

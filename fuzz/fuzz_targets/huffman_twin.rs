@@ -18,6 +18,9 @@ fuzz_target!(|data: &[u8]| {
     let code = Code::from_frequencies(&f, 12);
     let table = DecodeTable::new(&code, |s| 63 - s);
     for pos in 0..stream.len() as u64 * 8 {
-        assert_eq!(table.decode(bitio::peek(stream, pos)), reference_decode(&code, stream, pos));
+        assert_eq!(
+            table.decode(bitio::peek(stream, pos)),
+            reference_decode(&code, stream, pos)
+        );
     }
 });

@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use simdex::store::ids::{IdMap, build_bytes};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(m) = IdMap::from_bytes(data) else { return };
+    let Ok(m) = IdMap::from_bytes(data) else {
+        return;
+    };
     let _ = m.ids_of(0);
     let _ = m.ids_of(u64::MAX);
     if m.verify().is_err() {
@@ -17,5 +19,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(m.ids_of(fp).unwrap().contains(&id));
     }
     let bs = u32::from_le_bytes(data[12..16].try_into().unwrap());
-    assert_eq!(build_bytes(&pairs, bs).unwrap(), data, "a verified map the writer would not write");
+    assert_eq!(
+        build_bytes(&pairs, bs).unwrap(),
+        data,
+        "a verified map the writer would not write"
+    );
 });

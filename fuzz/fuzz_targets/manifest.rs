@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use simdex::index::manifest::Manifest;
 use simdex::Index;
+use simdex::index::manifest::Manifest;
 
 const TABLES: [&[u8]; 4] = [
     include_bytes!("../../format-spec/vectors/v1-index/table-00.sxt"),
@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, m);
     }
     let body = String::from_utf8_lossy(data).into_owned();
-    let sealed = simdex::sealed::seal(if body.ends_with('\n') { body } else { body + "\n" });
+    let sealed = simdex::sealed::seal(if body.ends_with('\n') {
+        body
+    } else {
+        body + "\n"
+    });
     let Ok(idx) = Index::from_parts(sealed.as_bytes(), TABLES.to_vec()) else {
         return;
     };

@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use simdex::table::Table;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(t) = Table::from_bytes(data) else { return };
+    let Ok(t) = Table::from_bytes(data) else {
+        return;
+    };
     let verified = t.verify();
     let all: simdex::Result<Vec<u64>> = t.iter().collect();
     if let (Ok(rep), Ok(all)) = (&verified, &all) {
