@@ -50,7 +50,9 @@ fn main() {
         let ib = open_pool
             .install(|| simdex_b::Index::open_in_memory(dir_b))
             .expect("open B in memory");
-        return time_pinned(open_pool, cores, t, &ia, &ib, &a, &qs, n, rounds, mode);
+        return time_pinned(open_pool, cores, t, || {
+            rounds_of(&ia, &ib, &a, &qs, n, rounds, mode)
+        });
     }
     let ib = open_pool.install(|| {
         simdex_b::Index::open_with(
@@ -59,32 +61,37 @@ fn main() {
         )
         .expect("open B")
     });
-    time_pinned(open_pool, cores, t, &ia, &ib, &a, &qs, n, rounds, mode);
+    time_pinned(open_pool, cores, t, || {
+        rounds_of(&ia, &ib, &a, &qs, n, rounds, mode)
+    });
 }
 
-/// Pin (`AB_PIN`) and time the rounds on one thread.
-#[allow(clippy::too_many_arguments)]
-fn time_pinned<DA: AsRef<[u8]> + Sync, DB: AsRef<[u8]> + Sync>(
+/// Close the pool both indexes were opened on (`t`: when the opening started), then pin
+/// (`AB_PIN`) and run the timed `rounds` on one thread.
+fn time_pinned(
     open_pool: rayon::ThreadPool,
     cores: usize,
     t: Instant,
-    ia: &simdex_a::Index<DA>,
-    ib: &simdex_b::Index<DB>,
-    a: &[String],
-    qs: &[u64],
-    n: usize,
-    rounds: usize,
-    mode: &str,
+    rounds: impl FnOnce() + Send,
 ) {
     drop(open_pool);
-    eprintln!("opened both on {cores} threads in {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "opened both on {cores} threads in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     // How much of the process the kernel holds in huge pages (B in memory asks for them).
     if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
-        for l in s.lines().filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge")) {
+        for l in s
+            .lines()
+            .filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge"))
+        {
             eprintln!("  {}", l.split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }
-    if let Some(core) = std::env::var("AB_PIN").ok().and_then(|c| c.parse::<usize>().ok()) {
+    if let Some(core) = std::env::var("AB_PIN")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+    {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
         let ok = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -98,7 +105,7 @@ fn time_pinned<DA: AsRef<[u8]> + Sync, DB: AsRef<[u8]> + Sync>(
         .num_threads(1)
         .build()
         .expect("query pool");
-    one.install(|| rounds_of(ia, ib, a, qs, n, rounds, mode));
+    one.install(rounds);
 }
 
 /// Time `rounds` rounds of `n` queries on A and B in turns and print the medians.

@@ -8,9 +8,6 @@ D=$(cd "$(dirname "$0")" && pwd)
 NEW=$D/simdex-bs; OLD=$D/simdex-new
 N1=${N1:-1000000000}
 . "$D/common.sh"
-bt() { local bin=$1 name=$2
-  log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$bin" batch "$W/i1" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv"
-  echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2; df -h "$W" | tail -1
 if [ ! -d "$W/i1" ]; then
@@ -19,7 +16,7 @@ if [ ! -d "$W/i1" ]; then
   rm -f "$W/fps.u64"
 fi
 "$NEW" stats "$W/i1" | sed -n 2,7p
-for r in 1 2 3; do bt "$OLD" "batch-before-$r"; bt "$NEW" "batch-after-$r"; done
+for r in 1 2 3; do bt "$OLD" "$W/i1" "batch-before-$r"; bt "$NEW" "$W/i1" "batch-after-$r"; done
 for r in 1 2 3; do PIN="taskset -c $((T > 3 ? T - 3 : 1))" q "$NEW" "$W/i1" "$W/q.u64" 1 "q1-pop-pinned-$r" --populate; done
 q "$NEW" "$W/i1" "$W/q.u64" "$T" q16-pop --populate
 log "done"

@@ -1,4 +1,4 @@
-# Shared by run.sh and batch_ab.sh (sourced, after D is set): settings, the work directory and
+# Shared by the scripts beside it (sourced, after D is set): settings, the work directory and
 # the timing helpers.
 Q=${Q:-1000000}; MEM=${MEM:-48G}
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
@@ -20,3 +20,12 @@ q() { local bin=$1 idx=$2 qf=$3 th=$4 name=$5; shift 5
   log "query $name ($th threads, $*)"
   RAYON_NUM_THREADS=$th rt "$name" ${PIN:-} "$bin" query "$idx" --input "$qf" --format u64 --timing "$@" > "$W/ans"
   echo "  md5 $(md5sum < "$W/ans" | cut -c1-12), lines $(wc -l < "$W/ans")"; rm -f "$W/ans"; }
+# bt BIN IDX NAME [flags]: `simdex batch` of $W/q.u64 against IDX on all cores, md5 of the pairs
+bt() { local bin=$1 idx=$2 name=$3; shift 3
+  log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$bin" batch "$idx" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv" "$@"
+  echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }
+# The A/B harness (benches/ab, built by its run.sh) beside the scripts, and the core it times on.
+AB=$D/ab-harness; PIN_CORE=$((T > 3 ? T - 3 : 0))
+# ab DIR_A,DIR_B MODE ROUNDS [QFILE]: one pinned thread, A and B in turns on 10k-query batches
+# of QFILE (default $W/q.u64); AB_B_IN_MEMORY=1 before the call reads B into memory.
+ab() { log "A/B $1 $2${AB_B_IN_MEMORY:+, B in memory}"; AB_PIN=$PIN_CORE "$AB" "$1" "${4:-$W/q.u64}" 10000 "$3" "$2"; }

@@ -10,18 +10,12 @@
 #   N1=2000000 N2=1000000 Q=200000 MEM=1G bash benches/big/formats.sh   # a small trial
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
-NEW=$D/simdex-new; AB=$D/ab-harness
+NEW=$D/simdex-new
 N1=${N1:-1000000000}; N2=${N2:-100000000}
 # A later phase starts only before these many seconds (the device call's limit is 600; the
 # format-3 build and its runs take ~200 s at 1B, the 100M rows ~80 s).
 P2=${P2:-330}; P3=${P3:-450}
 . "$D/common.sh"
-PIN_CORE=$((T > 3 ? T - 3 : 0))
-# ab DIR_A,DIR_B MODE ROUNDS: one pinned thread, A and B in turns on 10k-query batches
-ab() { log "A/B $1 $2"; AB_PIN=$PIN_CORE "$AB" "$1" "$W/q.u64" 10000 "$3" "$2"; }
-bt() { local idx=$1 name=$2
-  log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$NEW" batch "$idx" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv" --quiet
-  echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; grep -o -m1 'avx512[a-z]*' /proc/cpuinfo | head -3 | tr '\n' ' '; echo
 free -g | head -2; df -h "$W" /dev/shm | cat; uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled
@@ -43,7 +37,7 @@ log "build $N1 auto"; rt build4 "$NEW" build --input "$S/fps.u64" --format u64 -
 du -sb "$S/i4"; "$NEW" stats "$S/i4"
 ab "$S/i4,$S/i4" many 10
 q "$NEW" "$S/i4" "$W/q.u64" "$T" q16-f4-a --populate
-bt "$S/i4" batch-f4-a
+bt "$NEW" "$S/i4" batch-f4-a --quiet
 
 if [ $BOTH = 0 ]; then rm -rf "$S/i4"; fi
 if [ $SECONDS -lt "$P2" ]; then
@@ -56,11 +50,11 @@ if [ $SECONDS -lt "$P2" ]; then
     q "$NEW" "$W/i3" "$W/q.u64" "$T" q16-f3-a --populate
     q "$NEW" "$S/i4" "$W/q.u64" "$T" q16-f4-b --populate
     q "$NEW" "$W/i3" "$W/q.u64" "$T" q16-f3-b --populate
-    bt "$W/i3" batch-f3-a; bt "$S/i4" batch-f4-b; bt "$W/i3" batch-f3-b
+    bt "$NEW" "$W/i3" batch-f3-a --quiet; bt "$NEW" "$S/i4" batch-f4-b --quiet; bt "$NEW" "$W/i3" batch-f3-b --quiet
   else
     ab "$W/i3,$W/i3" many 10
     q "$NEW" "$W/i3" "$W/q.u64" "$T" q16-f3-a --populate
-    bt "$W/i3" batch-f3-a
+    bt "$NEW" "$W/i3" batch-f3-a --quiet
   fi
 fi
 rm -rf "$W/i3" "$S/fps.u64"
@@ -75,7 +69,7 @@ if [ $SECONDS -lt "$P3" ]; then
   rm -f "$W/fps.u64"; du -sb "$W/n2"; "$NEW" stats "$W/n2" | sed -n 2,12p
   ab "$W/n2,$W/n2" many 10
   q "$NEW" "$W/n2" "$W/q.u64" "$T" q16-100m --populate
-  bt "$W/n2" batch-100m
+  bt "$NEW" "$W/n2" batch-100m --quiet
 fi
 log "done"
 } 2>&1 | tee "$OUT/log"

@@ -6,15 +6,10 @@
 #   OUT=/tmp/out bash benches/big/formats_swap.sh                   # about 6 minutes
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
-NEW=$D/simdex-new; AB=$D/ab-harness
+NEW=$D/simdex-new
 N1=${N1:-1000000000}
 . "$D/common.sh"
-PIN_CORE=$((T > 3 ? T - 3 : 0))
 S=/dev/shm/simdex-big; mkdir -p "$S"
-ab() { log "A/B $1 $2"; AB_PIN=$PIN_CORE "$AB" "$1" "$W/q.u64" 10000 "$3" "$2"; }
-bt() { local idx=$1 name=$2
-  log "batch $name"; RAYON_NUM_THREADS=$T rt "$name" "$NEW" batch "$idx" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv"
-  echo "  pairs $(wc -l < "$W/pairs.tsv"), md5 $(md5sum < "$W/pairs.tsv" | cut -c1-12)"; rm -f "$W/pairs.tsv"; }
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2; df -h "$W" /dev/shm | cat
 log "generate $N1 keys, $Q queries"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$S"
@@ -26,7 +21,7 @@ rt build4 "$NEW" build --input "$S/fps.u64" --format u64 --out "$W/i4" --k 3 --m
 rm -f "$S/fps.u64"; "$NEW" stats "$W/i4" | sed -n 3,8p
 ab "$S/i3,$W/i4" many 20
 ab "$S/i3,$W/i4" near 10
-bt "$S/i3" batch-f3-a; bt "$W/i4" batch-f4-a; bt "$S/i3" batch-f3-b; bt "$W/i4" batch-f4-b
+bt "$NEW" "$S/i3" batch-f3-a; bt "$NEW" "$W/i4" batch-f4-a; bt "$NEW" "$S/i3" batch-f3-b; bt "$NEW" "$W/i4" batch-f4-b
 q "$NEW" "$S/i3" "$W/q.u64" "$T" q16-f3 --populate
 q "$NEW" "$W/i4" "$W/q.u64" "$T" q16-f4 --populate
 rm -rf "$S" "$W/i4"

@@ -8,17 +8,15 @@
 #   N1=2000000 Q=200000 MEM=1G bash benches/big/memory.sh           # a small trial
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
-NEW=$D/simdex-new; AB=$D/ab-harness
+NEW=$D/simdex-new
 N1=${N1:-1000000000}
 . "$D/common.sh"
-PIN_CORE=$((T > 3 ? T - 3 : 0))
-ab() { log "A/B $1 $2 ${3:-}"; env ${3:-} AB_PIN=$PIN_CORE "$AB" "$1" "$4" 10000 20 "$2"; }
 # small N: the 1M/10M rows, built from gen.py's data of N keys
 small() { local n=$1
   log "$n keys"; rt "gen$n" python3 "$D/gen.py" "$n" 200000 "$W/s$n"
   rt "build$n" "$NEW" build --input "$W/s$n/fps.u64" --format u64 --out "$W/s$n/i" --k 3 --mem "$MEM" --quiet
   "$NEW" stats "$W/s$n/i" | sed -n 3,5p
-  ab "$W/s$n/i,$W/s$n/i" many "" "$W/s$n/q.u64"
+  ab "$W/s$n/i,$W/s$n/i" many 20 "$W/s$n/q.u64"
   for r in 1 2; do PIN="taskset -c $PIN_CORE" q "$NEW" "$W/s$n/i" "$W/s$n/q.u64" 1 "q1-$n-$r" --populate; done
   rm -rf "$W/s$n"; }
 {
@@ -30,9 +28,9 @@ small 10000000
 log "generate $N1 keys"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
 log "build $N1 auto"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
 rm -f "$W/fps.u64"; "$NEW" stats "$W/i1" | sed -n 3,8p
-ab "$W/i1,$W/i1" many "AB_B_IN_MEMORY=1" "$W/q.u64"
-ab "$W/i1,$W/i1" near "AB_B_IN_MEMORY=1" "$W/q.u64"
-ab "$W/i1,$W/i1" many "" "$W/q.u64"
+AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" many 20
+AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" near 20
+ab "$W/i1,$W/i1" many 20
 rm -rf "$W/i1"
 log "done"
 } 2>&1 | tee "$OUT/log"

@@ -101,6 +101,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// segment shape for the decode to [`bind`](Shape::bind) (`None` where its head is not
     /// one: the block decoder names that). Segment 0 for an unsegmented table. A hint: a wrong
     /// segment only costs decode work.
+    ///
     /// Written into `entry` and `shape` in place: returned as a pair, the 80 bytes were built
     /// and then copied into the probe's plan (~30 instructions a probe).
     #[inline]
