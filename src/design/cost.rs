@@ -14,9 +14,9 @@ pub const DEFAULT_MAX_TABLES: usize = 20;
 /// and 2 GiB is a few percent of such an index, whose blocks must be in the page cache for
 /// fast queries anyway. Beyond that, larger blocks keep the reader's memory bounded.
 pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
-/// Reader memory per block: its last key (8 bytes) and at most 1 byte of the directory that
-/// searches the last keys.
-const READER_BYTES_PER_BLOCK: f64 = 9.0;
+/// Reader memory per block: its last key (8 bytes) and about 4 bytes of the directory that
+/// searches the last keys (a 64-byte bucket per 16 blocks, `table::directory`).
+const READER_BYTES_PER_BLOCK: f64 = 12.0;
 /// Block sizes [`auto_block_size`] chooses from for indexes above
 /// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first, all cut into segments of
 /// [`AUTO_SEGMENT_KEYS`]. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
@@ -110,7 +110,7 @@ pub(crate) fn alignment(n: u64, prefix_bits: u32, segment_keys: u32, min_run: f6
 /// Up to [`AUTO_SEGMENTED_INDEX_BYTES`] of index: [`AUTO_SEGMENTED_BLOCK_SIZE`]. Above, the
 /// smallest of [`AUTO_BLOCK_SIZES`] whose last keys fit the budget: small blocks cost a probe
 /// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
-/// (and its directory) costs up to 9 bytes per block per table, which at billions of keys is
+/// (and its directory) costs about 12 bytes per block per table, which at billions of keys is
 /// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's
 /// decode independent of the block size in every case.
 pub fn auto_block_size(n: u64, tables: usize) -> u32 {

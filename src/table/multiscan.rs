@@ -3,9 +3,11 @@
 //! A caller hands over a query's probes — each a range of one table's keys and the permuted
 //! query its keys are compared with — and gets back every key within the distance, as
 //! (probe's table, key, distance). Everything about blocks is decided here: every probe's
-//! search is prefetched in rounds — the directory entries of all probes, then their last
-//! keys, then (each block located) their blocks' first cache lines, `madvise`d too while the
-//! tables are out of memory ([`Residency`], `crate::os`) — and then every block is opened and
+//! search is prefetched in rounds — the directory buckets of all probes, then (each block
+//! located, most by its bucket alone: `table::directory`) their blocks' first cache lines,
+//! `madvise`d too while the tables are out of memory ([`Residency`], `crate::os`), with the
+//! last keys of the few blocks a bucket could not decide between a round before theirs —
+//! and then every block is opened and
 //! one key of each open probe is decoded in turn. The last round parses each block's head to
 //! find the probe's segment; that parse ([`Shape`]) goes with the probe ([`Planned`]) to the
 //! lane that decodes it, which does not parse the head again. Probes are independent, so
@@ -39,7 +41,8 @@ pub(crate) struct Planned {
     pub(crate) lo: u64,
     pub(crate) hi: u64,
     pub(crate) block: u64,
-    /// While planning: the directory slot of `lo`, then the blocks to search for it.
+    /// While planning: the directory slot of `lo`, then the blocks to search for it (one,
+    /// `(b, b)`, where the slot's bucket decided it).
     slice: (u32, u32),
     pub(crate) entry: Entry,
     pub(crate) shape: Option<Shape>,
@@ -231,9 +234,10 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
     ) -> usize {
         let tables = self.tables;
         let cold = self.residency.query_reads_ahead(tables);
-        // Every probe `(table, permuted query, lo, hi, first block, first segment)`, its block
-        // filled in by the third round, which also drops the probes past their table's last
-        // block, and its segment by the fourth.
+        // Every probe `(table, permuted query, lo, hi, first block, first segment)`: its
+        // directory bucket asked for by the first round; its block decided by the second
+        // (and prefetched there) or searched for by the third, which also drops the probes
+        // past their table's last block; its segment found by the fourth.
         let mut n = 0;
         probes.each(|p| {
             work.probes += 1;
@@ -249,19 +253,25 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
             n += 1;
         });
         for p in &mut plan[..n] {
-            p.slice = tables[p.table].slice_of(p.slice.0);
+            p.slice = tables[p.table].slice_of(p.slice.0, p.lo);
         }
         let mut planned = 0;
         for j in 0..n {
             let (t, lo, hi) = (plan[j].table, plan[j].lo, plan[j].hi);
             let table = &tables[t];
-            let b = table.find_block_in(lo, plan[j].slice) as u64;
+            // A block the bucket decided was prefetched by the second round.
+            let asked = table.block_prefetched(plan[j].slice);
+            let b = if asked {
+                plan[j].slice.0 as u64
+            } else {
+                table.find_block_in(lo, plan[j].slice) as u64
+            };
             if b < table.block_count() {
                 let blocks = table.range_blocks(b, hi);
                 if cold {
                     table.will_need_blocks(blocks.clone());
                 }
-                for i in blocks {
+                for i in blocks.start + asked as u64..blocks.end {
                     table.prefetch_block(i);
                 }
                 // In place (a probe is 104 bytes): moved down only past a dropped one.

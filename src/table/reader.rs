@@ -1,7 +1,7 @@
 //! Reading a table: zero-copy over any byte slice (a `Vec` in tests, an mmap in production).
 //!
 //! Opening validates the header, trailer and footer and copies the last-key array into memory
-//! (8 bytes per block, plus at most 1 of `directory` to search it): that array is what picks
+//! (8 bytes per block, plus about 4 of `directory` to search it): that array is what picks
 //! the one block a lookup decodes. Blocks are checked (crc32) and decoded only when a query
 //! reaches them; [`Table::verify`] is the separate full pass.
 
@@ -478,8 +478,8 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// The first block whose last key is `>= key` (`block_count()` if none): the only block
     /// that can hold the smallest stored key `>= key`.
     ///
-    /// The directory narrows the search to the few blocks of the key's slice (see
-    /// `table::directory`); a binary search of their last keys picks the block.
+    /// The directory's bucket for the key's slice names the block, or narrows the search to
+    /// the slice's blocks (see `table::directory`), whose last keys a binary search reads.
     #[inline]
     pub fn find_block(&self, key: u64) -> usize {
         let lk = self.last_keys.as_slice();

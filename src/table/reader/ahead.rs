@@ -1,5 +1,5 @@
 //! Asking ahead: the hints a query's prefetched rounds give before they read (the CPU's cache
-//! for the directory entry, the last keys, the block's first lines and the segment's lines;
+//! for the directory bucket, the last keys, the block's first lines and the segment's lines;
 //! the kernel for blocks not in memory), and the block search split into those rounds. No
 //! hint changes a result.
 
@@ -10,7 +10,7 @@ use crate::table::directory::NO_SLOT;
 use crate::table::segment::{Entry, Shape};
 
 impl<D: AsRef<[u8]>> Table<D> {
-    /// A search of `key` in rounds, first round: its directory slot, the entry prefetched.
+    /// A search of `key` in rounds, first round: its directory slot, the bucket prefetched.
     #[inline]
     pub(crate) fn locate(&self, key: u64) -> u32 {
         let (slot, p) = self.directory.locate(key);
@@ -20,19 +20,35 @@ impl<D: AsRef<[u8]>> Table<D> {
         slot
     }
 
-    /// Second round, once the entry has arrived: the blocks `from..to` of the slot to search,
-    /// the first last key the search reads prefetched; `(NO_SLOT, NO_SLOT)` for a key outside
-    /// every slice (the third round then searches without the directory). A directory is
-    /// built only for at most `u32::MAX` blocks, so a slice's bounds fit.
-    #[inline]
-    pub(crate) fn slice_of(&self, slot: u32) -> (u32, u32) {
-        match self.directory.slice_at(slot) {
+    /// Second round, once the bucket has arrived: the blocks `from..to` of the slot to
+    /// search, `(b, b)` where the bucket decided the block `b` (most searches). A decided
+    /// block's first lines and last keys are prefetched at once, so that its misses overlap
+    /// the bucket's successors' instead of waiting for a third round; otherwise the first last
+    /// key the search reads is. `(NO_SLOT, NO_SLOT)` for a key outside every slice (the third
+    /// round then searches without the directory). A directory is built only for at most
+    /// `u32::MAX` blocks, so a slice's bounds fit.
+    #[inline(always)]
+    pub(crate) fn slice_of(&self, slot: u32, key: u64) -> (u32, u32) {
+        match self.directory.slice_at(slot, key) {
             Some((lo, hi)) => {
-                self.prefetch_search(lo, hi);
+                if lo == hi {
+                    if (lo as u64) < self.block_count() {
+                        self.prefetch_block(lo as u64);
+                        self.prefetch_layout(lo);
+                    }
+                } else {
+                    self.prefetch_search(lo, hi);
+                }
                 (lo as u32, hi as u32)
             }
             None => (NO_SLOT, NO_SLOT),
         }
+    }
+
+    /// Whether [`slice_of`](Self::slice_of) prefetched the block its search finds.
+    #[inline]
+    pub(crate) fn block_prefetched(&self, (from, to): (u32, u32)) -> bool {
+        from == to && from != NO_SLOT
     }
 
     /// Third round: [`find_block`](Self::find_block) of `key`, among the blocks `from..to`
@@ -45,6 +61,17 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let (from, to) = (from as usize, to as usize);
         from + self.last_keys[from..to].partition_point(|&k| k < key)
+    }
+
+    /// Prefetch what the rounds after the search read of the in-memory last keys about block
+    /// `i` (in range): its own, whether a range goes on past it, and the one before it, which
+    /// its head's keys are coded against.
+    #[inline]
+    fn prefetch_layout(&self, i: usize) {
+        prefetch_read((&self.last_keys[i] as *const u64).cast());
+        if let Some(before) = i.checked_sub(1) {
+            prefetch_read((&self.last_keys[before] as *const u64).cast());
+        }
     }
 
     /// Prefetch the last key a binary search of blocks `lo..hi` reads first.
