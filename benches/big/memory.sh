@@ -3,7 +3,9 @@
 # mapped and populated (A) against the same index read into memory in huge pages (B,
 # `AB_B_IN_MEMORY`), one pinned thread in turns; then the 1M and 10M library rows on the same
 # machine (one pinned thread, populated), which the 2-core VM cannot time steadily. Binaries
-# beside this script, as for formats.sh (simdex-new, ab-harness). Results go to $OUT/log.
+# beside this script, as for formats.sh (simdex-new, ab-harness). Where a `simdex-old` is
+# there too (a binary from before a reader change, e.g. part 11's directory), the two query
+# the 1B index in turns (whole process, one pinned thread, populated). Results go to $OUT/log.
 #   OUT=/tmp/out bash benches/big/memory.sh                         # about 5 minutes
 #   N1=2000000 Q=200000 MEM=1G bash benches/big/memory.sh           # a small trial
 set -u
@@ -31,6 +33,11 @@ rm -f "$W/fps.u64"; "$NEW" stats "$W/i1" | sed -n 3,8p
 AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" many 20
 AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" near 20
 ab "$W/i1,$W/i1" many 20
+if [ -x "$D/simdex-old" ]; then
+  for r in 1 2 3; do for b in old new; do
+    PIN="taskset -c $PIN_CORE" q "$D/simdex-$b" "$W/i1" "$W/q.u64" 1 "$b-$r" --populate
+  done; done
+fi
 rm -rf "$W/i1"
 log "done"
 } 2>&1 | tee "$OUT/log"
