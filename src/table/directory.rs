@@ -286,6 +286,21 @@ mod tests {
     }
 
     #[test]
+    fn a_slice_of_more_blocks_than_a_count_holds_searches() {
+        // 70 000 blocks in one slice's width, and a few spread over the rest of the key
+        // space: the bucket's count saturates, and the search still spans the whole slice.
+        let mut lk: Vec<u64> = (0..70_000u64).map(|i| (7 << 60) + i).collect();
+        lk.extend((1..16u64).map(|i| i << 60 | 0xabc));
+        lk.sort_unstable();
+        let d = Directory::new(&lk);
+        assert!(d.buckets.iter().any(|b| b.count == u16::MAX));
+        let mut keys = around(&lk[..100]);
+        keys.extend(around(&lk[lk.len() - 100..]));
+        keys.extend([(7 << 60) + 35_000, (7 << 60) + 69_999, (7 << 60) + 70_000]);
+        check(&lk, keys);
+    }
+
+    #[test]
     fn equal_marks_and_full_buckets_search() {
         // Last keys a few apart share their marks, and a dense run overflows its bucket: the
         // searches fall back to the last keys, and still find binary search's block.
