@@ -81,10 +81,11 @@ fn time_pinned(
     );
     // How much of the process the kernel holds in huge pages (B in memory asks for them).
     if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
-        for l in s
-            .lines()
-            .filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge"))
-        {
+        for l in s.lines().filter(|l| {
+            ["Rss", "AnonHuge", "FilePmd"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        }) {
             eprintln!("  {}", l.split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }
