@@ -15,6 +15,24 @@ pub fn write_file<T>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
 ) -> Result<T> {
+    write_file_through(path, |f| BufWriter::with_capacity(1 << 20, f), write)
+}
+
+/// [`write_file`] through a [`ChunkWriter`](crate::aligned::ChunkWriter): for the files
+/// readers map (tables), so that the page cache holds them in 2 MiB folios from the start.
+pub(crate) fn write_mapped_file<T>(
+    path: &Path,
+    write: impl FnOnce(&mut crate::aligned::ChunkWriter) -> Result<T>,
+) -> Result<T> {
+    write_file_through(path, crate::aligned::ChunkWriter::new, write)
+}
+
+/// [`write_file`] with the writer `wrap` makes of the temporary file.
+fn write_file_through<W: Write, T>(
+    path: &Path,
+    wrap: impl FnOnce(File) -> W,
+    write: impl FnOnce(&mut W) -> Result<T>,
+) -> Result<T> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -40,7 +58,7 @@ pub fn write_file<T>(
     // The NamedTempFile keeps the name (and deletes the file if we fail); we write through a
     // second handle to the same open file.
     let file = tmp.as_file().try_clone().map_err(io_err("open"))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let mut w = wrap(file);
     let out = write(&mut w)?;
     w.flush().map_err(io_err("write"))?;
     drop(w);

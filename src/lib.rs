@@ -93,6 +93,7 @@ macro_rules! internal_mod {
     };
 }
 
+mod aligned;
 pub mod atomic;
 internal_mod!(checksum);
 pub mod codec;

@@ -447,7 +447,7 @@ where
     F: FnMut() -> Result<I>,
     I: IntoIterator<Item = Result<u64>>,
 {
-    crate::atomic::write_file(path, |w| Ok(build_to(w, opts, pass)?.1))
+    crate::atomic::write_mapped_file(path, |w| Ok(build_to(w, opts, pass)?.1))
         .map_err(|e| e.with_path(path))
 }
 

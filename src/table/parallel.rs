@@ -45,7 +45,7 @@ fn build_file_sorted_in(
     let code = hist.code();
     // Encode a wave of chunks (one per core, a few MB each) at a time, append it in order.
     let wave = rayon::current_num_threads().max(1) * chunk;
-    crate::atomic::write_file(path, |w| {
+    crate::atomic::write_mapped_file(path, |w| {
         let mut tw = TableWriter::new(w, opts, &hist)?;
         for (w, part) in keys.chunks(wave).enumerate() {
             let encoded: Vec<(Vec<u8>, Vec<u64>, u64)> = part
