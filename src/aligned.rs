@@ -124,12 +124,7 @@ mod tests {
     #[test]
     fn writes_what_a_cursor_holds() {
         let mut x = 0x853c_49e6_748f_ea9bu64;
-        let mut rand = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rand = move |n: u64| crate::sample::splitmix64(&mut x) % n;
         for round in 0..6 {
             let tmp = tempfile::tempfile().unwrap();
             let mut w = ChunkWriter::new(tmp.try_clone().unwrap());

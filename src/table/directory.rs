@@ -255,14 +255,7 @@ mod tests {
         // The last keys of blocks of 32 uniform keys, as a table of uniform fingerprints has
         // (with hundreds of keys a block, their spacing is more even still): all but a few
         // searches end at the bucket, and the one block they name is binary search's.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut keys: Vec<u64> = (0..640_000).map(|_| rand()).collect();
+        let mut keys = crate::sample::random(640_000, 0x2545_f491_4f6c_dd1d);
         keys.sort_unstable();
         let lk: Vec<u64> = keys.iter().skip(31).step_by(32).copied().collect();
         let d = Directory::new(&lk);
@@ -273,8 +266,7 @@ mod tests {
             .count();
         assert_eq!(overflowing, 0);
         let mut decided = 0;
-        for _ in 0..100_000 {
-            let key = rand();
+        for key in crate::sample::random(100_000, 7) {
             let (lo, hi) = d.slice(key).unwrap();
             decided += (lo == hi) as usize;
             assert_eq!(find(&d, &lk, key), lk.partition_point(|&k| k < key));

@@ -259,13 +259,9 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         for j in 0..n {
             let (t, lo, hi) = (plan[j].table, plan[j].lo, plan[j].hi);
             let table = &tables[t];
+            let b = table.find_block_in(lo, plan[j].slice) as u64;
             // A block the bucket decided was prefetched by the second round.
             let asked = table.block_prefetched(plan[j].slice);
-            let b = if asked {
-                plan[j].slice.0 as u64
-            } else {
-                table.find_block_in(lo, plan[j].slice) as u64
-            };
             if b < table.block_count() {
                 let blocks = table.range_blocks(b, hi);
                 if cold {
