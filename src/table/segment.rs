@@ -47,15 +47,22 @@ pub(crate) struct Start {
 }
 
 /// Where a decode enters a block: segment `j` and, for j ≥ 1, its skip entry's partial key
-/// and stream bit offset; and the bit its deltas end by (the next segment's offset, or the
-/// stream's end), all as [`Segments::find_entry`] read them.
+/// and stream bit offset; the bit its deltas end by (the next segment's offset, or the
+/// stream's end); and the next segment's partial key, all as [`Segments::find_entry`] read
+/// them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub(crate) j: u32,
     partial: u16,
+    /// The next segment's partial key (`NO_NEXT` where `j` is the last segment; 0, which no
+    /// range ends below, in a default entry).
+    next: u32,
     at: u32,
     end: u32,
 }
+
+/// [`Entry::next`] of a block's last segment: no segment follows it.
+const NO_NEXT: u32 = u32::MAX;
 
 impl Entry {
     /// The stream bit where the segment's raw bits start (0 for segment 0).
@@ -396,6 +403,20 @@ impl<'a, const A: bool> Segments<'a, A> {
             && self.entry(j).0 > partial(hi, self.shape.c as u32)
     }
 
+    /// [`starts_above`](Self::starts_above) of the segment after `e`'s, from what
+    /// [`find_entry`](Self::find_entry) read of its skip entry: whether a decode of a range
+    /// ending at `hi` that enters the block at `e` ends with `e`'s segment. Decided where a
+    /// probe starts, so that its lane retires at the segment's end without entering the next
+    /// segment's rule (at 1M keys nearly every probe of a format-4 table ends so).
+    #[inline(always)]
+    pub(crate) fn ends_with(&self, e: &Entry, hi: u64) -> bool {
+        A && self.shape.align > 0
+            && e.next != NO_NEXT
+            && hi >= self.shape.base
+            && hi < self.shape.last
+            && e.next > partial(hi, self.shape.c as u32) as u32
+    }
+
     /// Whether the block's last key is not coded (format 3, two keys or more): a decode takes
     /// it from the footer once the last segment's coded keys are read.
     #[inline]
@@ -504,6 +525,7 @@ impl<'a, const A: bool> Segments<'a, A> {
             return Entry {
                 j,
                 partial,
+                next: next.map_or(NO_NEXT, |(p, _)| p as u32),
                 at: at as u32,
                 end: next.map_or(self.shape.stream_bits, |(_, o)| o as u32),
             };
@@ -525,11 +547,18 @@ impl<'a, const A: bool> Segments<'a, A> {
     #[inline(always)]
     fn entry_of(&self, j: u32) -> Entry {
         let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
+        let (next, end) = if j < self.len() {
+            let (p, o) = self.entry(j + 1);
+            (p as u32, o)
+        } else {
+            (NO_NEXT, self.shape.stream_bits as u64)
+        };
         Entry {
             j,
             partial,
+            next,
             at: at as u32,
-            end: self.end(j) as u32,
+            end: end as u32,
         }
     }
 

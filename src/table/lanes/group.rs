@@ -45,6 +45,9 @@ pub(super) struct Group {
     /// Whether the block's last key, not coded (format 3), is still to come after the last
     /// segment's coded keys.
     pub(super) implicit: [bool; LANES],
+    /// Whether the lane's range ends with its segment: the next segment starts above it
+    /// (format 4), so the lane retires once the segment's keys are read.
+    pub(super) stop: [bool; LANES],
     /// The lane's `remaining` when its keys were last counted: every key decoded takes one
     /// from `remaining`, so the keys decoded since are the difference (counted at segment and
     /// block changes and when the lane retires, not in every step of the loop).
@@ -75,6 +78,7 @@ impl Group {
             start_segment: [0; LANES],
             last_segment: [0; LANES],
             implicit: [false; LANES],
+            stop: [false; LANES],
             counted: [0; LANES],
             tag: [0; LANES],
             shape: [Shape::default(); LANES],
@@ -128,5 +132,7 @@ pub(super) struct LaneStart<'a> {
     pub(super) key: u64,
     pub(super) left: u32,
     pub(super) implicit: bool,
+    /// The range ends with this segment ([`Group::stop`]).
+    pub(super) stop: bool,
     pub(super) shape: Shape,
 }

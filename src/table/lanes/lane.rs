@@ -110,6 +110,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
             key,
             left,
             implicit: dec.implicit_last(),
+            stop: false,
             shape: dec.shape(),
         };
         if !self.take_over(g, i, b, start) {
@@ -158,6 +159,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
             key: s.key,
             left: segs.coded_after(j, &s),
             implicit: segs.implicit_last(),
+            stop: segs.ends_with(&entry, g.hi_x.0[i] ^ MSB),
             shape: *shape,
         };
         Ok(self.take_over(g, i, b, start).then_some(s.key))
@@ -234,6 +236,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
         g.prev.0[i] = start.key;
         g.set_remaining(i, start.left as u64);
         g.implicit[i] = start.implicit;
+        g.stop[i] = start.stop;
         g.shape[i] = start.shape;
         g.active.0[i] = u64::MAX;
         true
@@ -255,6 +258,11 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
         emit: &mut impl FnMut(u32, usize, u64, u32),
     ) -> Result<()> {
         if !self.take_key(g, i, key, k, work, emit) || g.remaining.0[i] > 0 {
+            return Ok(());
+        }
+        if g.stop[i] {
+            // What `settle_end` would find, decided where the lane entered its segment.
+            work.keys += g.retire(i);
             return Ok(());
         }
         self.settle_end(g, i, k, work, emit)
