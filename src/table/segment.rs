@@ -54,15 +54,11 @@ pub(crate) struct Start {
 pub(crate) struct Entry {
     pub(crate) j: u32,
     partial: u16,
-    /// The next segment's partial key (`NO_NEXT` where `j` is the last segment; 0, which no
-    /// range ends below, in a default entry).
-    next: u32,
+    /// The next segment's partial key (0 where `j` is the last segment).
+    next: u16,
     at: u32,
     end: u32,
 }
-
-/// [`Entry::next`] of a block's last segment: no segment follows it.
-const NO_NEXT: u32 = u32::MAX;
 
 impl Entry {
     /// The stream bit where the segment's raw bits start (0 for segment 0).
@@ -410,11 +406,13 @@ impl<'a, const A: bool> Segments<'a, A> {
     /// segment's rule (at 1M keys nearly every probe of a format-4 table ends so).
     #[inline(always)]
     pub(crate) fn ends_with(&self, e: &Entry, hi: u64) -> bool {
-        A && self.shape.align > 0
-            && e.next != NO_NEXT
-            && hi >= self.shape.base
-            && hi < self.shape.last
-            && e.next > partial(hi, self.shape.c as u32) as u32
+        // Without a branch (`&`, not `&&`): decided for every probe, the answer is different
+        // from probe to probe.
+        A & (self.shape.align > 0)
+            & (e.j < self.shape.m)
+            & (hi >= self.shape.base)
+            & (hi < self.shape.last)
+            & (e.next > partial(hi, self.shape.c as u32))
     }
 
     /// Whether the block's last key is not coded (format 3, two keys or more): a decode takes
@@ -525,7 +523,7 @@ impl<'a, const A: bool> Segments<'a, A> {
             return Entry {
                 j,
                 partial,
-                next: next.map_or(NO_NEXT, |(p, _)| p as u32),
+                next: next.map_or(0, |(p, _)| p),
                 at: at as u32,
                 end: next.map_or(self.shape.stream_bits, |(_, o)| o as u32),
             };
@@ -548,10 +546,9 @@ impl<'a, const A: bool> Segments<'a, A> {
     fn entry_of(&self, j: u32) -> Entry {
         let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
         let (next, end) = if j < self.len() {
-            let (p, o) = self.entry(j + 1);
-            (p as u32, o)
+            self.entry(j + 1)
         } else {
-            (NO_NEXT, self.shape.stream_bits as u64)
+            (0, self.shape.stream_bits as u64)
         };
         Entry {
             j,
