@@ -474,7 +474,8 @@ impl<'a, const A: bool> Segments<'a, A> {
         // to the end of lo's run, not those below lo. A probe of a whole run then decodes no
         // key before it.
         let a = self.shape.align as u32;
-        let mut target = partial(lo, c) as u32;
+        let here = partial(lo, c) as u32;
+        let mut target = here;
         if A && a != 0 {
             let from_bit = 64 - PARTIAL_BITS - self.shape.shift as u32;
             if a > c && a <= from_bit + PARTIAL_BITS {
@@ -493,8 +494,11 @@ impl<'a, const A: bool> Segments<'a, A> {
             partial(self.shape.base, c) as u32,
             partial(self.shape.last, c) as u32,
         );
+        // The place of `lo` itself, not of `target`: in format 4, `target` is where the next
+        // run starts, most often the next segment's own entry, so a guess from it lands one
+        // segment too far and costs two more entries read (at 1M keys, on most probes).
         let span = to.wrapping_sub(from) & 0xffff;
-        let at = target.wrapping_sub(from) & 0xffff;
+        let at = here.wrapping_sub(from) & 0xffff;
         let mut j = if !self.indexed() {
             // (No overflow: at most 16 bits times 16 bits, over 17 bits times S's 16, the
             // count clamped since it is not checked yet.)
