@@ -259,11 +259,7 @@ mod tests {
             );
         }
         // Every nibble value in every place.
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+        for x in simdex::sample::random(10_000, 0x2545_F491_4F6C_DD1D) {
             let mut got = Vec::new();
             write_line(&mut got, x, !x, 0).unwrap();
             assert_eq!(got, format!("{x:016x}\t{:016x}\t0\n", !x).as_bytes());

@@ -244,11 +244,9 @@ fn a_range_ends_with_its_segment_as_the_next_start_says() {
             .with_segment_keys(8)
             .with_aligned_prefix(aligned);
         let t = Table::from_bytes(build_bytes(&keys, &o).unwrap()).unwrap();
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
         for (n, &k) in keys.iter().enumerate().step_by(97) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = crate::sample::splitmix64(&mut state);
             let run = k & !low;
             let ranges = [
                 (run, run | low),
