@@ -319,3 +319,95 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
         );
     }
 }
+
+/// Blocks rewritten at random places and sealed with a fresh crc (what `fuzz/lanes_twin` does
+/// for as long as it runs, here a fixed few hundred times per format): the lanes, whose stream
+/// loads are unchecked, answer every query of the block's keys as the scalar loop does (the
+/// same matches or the same error), and `near_many` fails exactly where one of its queries
+/// alone does.
+#[test]
+fn lanes_answer_as_the_scalar_loop_on_rewritten_blocks() {
+    if !lanes_can_run() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = random(30_000, 11);
+    let mut s = 0x11ad;
+    for (bs, seg) in [(4096usize, ALIGNED), (1024, 4), (256, 0)] {
+        let dir = tmp.path().join(format!("idx-{seg}"));
+        let original = build_segmented(&dir, &keys, "4", bs as u32, seg);
+        let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
+        let tables: Vec<Vec<u8>> = (0..4)
+            .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
+            .collect();
+        let crc_at = bs - BLOCK_TRAILER_LEN;
+        let (mut faults, mut same) = (0, 0);
+        for _ in 0..150 {
+            let t = (splitmix64(&mut s) % 4) as usize;
+            let table = &original.tables[t];
+            let b = splitmix64(&mut s) % table.block_count();
+            // About 32 of the block's keys, spread over it, as fingerprints, some a bit away.
+            let inverse = table.permutation().inverse();
+            let mut dec = table.block(b).unwrap();
+            let mut block_keys = Vec::new();
+            while let Some(key) = dec.next().unwrap() {
+                block_keys.push(inverse.apply(key));
+            }
+            let step = (block_keys.len() / 32).max(1);
+            let queries: Vec<u64> = block_keys
+                .iter()
+                .step_by(step)
+                .map(|&q| flip_bits(q, (splitmix64(&mut s) % 2) as u32, &mut s))
+                .collect();
+            let mut bytes = tables.clone();
+            let off = HEADER_LEN + b as usize * bs;
+            let block = &mut bytes[t][off..off + bs];
+            for _ in 0..1 + splitmix64(&mut s) % 4 {
+                let at = (splitmix64(&mut s) % crc_at as u64) as usize;
+                block[at] ^= 1 + (splitmix64(&mut s) % 255) as u8;
+            }
+            let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
+            block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+            let mut idx = Index::from_parts(&manifest, bytes).unwrap();
+            let mut alone = Vec::new();
+            for &q in &queries {
+                assert!(!idx.use_lanes(false));
+                let scalar = format!("{:?}", idx.near(q, 3));
+                assert!(idx.use_lanes(true));
+                for avx2_only in isas() {
+                    let lanes = one_thread(avx2_only, || idx.near(q, 3));
+                    assert_eq!(
+                        format!("{lanes:?}"),
+                        scalar,
+                        "B = {bs}, S = {seg}, block {b} of table {t}, query {q:#x}"
+                    );
+                }
+                alone.push(idx.near(q, 3));
+            }
+            let failing = alone.iter().any(|r| r.is_err());
+            if failing {
+                faults += 1;
+            } else {
+                same += 1;
+            }
+            for avx2_only in isas() {
+                match one_thread(avx2_only, || idx.near_many(&queries, 3)) {
+                    Ok(many) => {
+                        assert!(!failing, "B = {bs}, S = {seg}: near_many answered");
+                        for (i, r) in alone.iter().enumerate() {
+                            assert_eq!(many.get(i), &r.as_ref().unwrap()[..]);
+                        }
+                    }
+                    Err(crate::Error::Corrupt { .. }) => assert!(failing),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        // Both kinds of block were met: bytes that broke a decode of some query, and bytes
+        // that left every query's whole (in segments no query reaches, or still decodable).
+        assert!(
+            faults > 10 && same > 10,
+            "B = {bs}, S = {seg}: {faults} blocks failed, {same} answered"
+        );
+    }
+}

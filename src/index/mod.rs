@@ -325,6 +325,24 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         .inspect(|idx: &Index<D>| idx.residency.judge(&idx.tables))
     }
 
+    internal_fn! {
+        /// Decode queries through the vector lanes (`on`, where the CPU and the tables' codec
+        /// allow them, however few of the tables' deltas are short) or through the scalar loop:
+        /// whether the lanes are now on. For tests and fuzzers that hold the two to the same
+        /// answers on any bytes.
+        fn use_lanes(&mut self, on: bool) -> bool {
+            #[cfg(target_arch = "x86_64")]
+            {
+                self.lanes = on && crate::table::lanes::can_run(&self.tables);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                let _ = on;
+            }
+            self.lanes
+        }
+    }
+
     /// The index directory.
     pub fn dir(&self) -> &Path {
         &self.dir
