@@ -62,42 +62,34 @@ pub(crate) fn read_into_huge_pages(file: std::fs::File) -> std::io::Result<Vec<u
     Ok(v)
 }
 
-/// Read the pages of a file mapping (`bytes`, a whole map from its page-aligned start) into
-/// the page cache and the process's page tables now, as `MAP_POPULATE` would, but asking for
-/// 2 MiB pages first (Linux: `MADV_HUGEPAGE`, then `MADV_POPULATE_READ`; on kernels before
-/// 5.14, which lack the latter, one byte of every page read). Elsewhere a no-op: pages are
-/// then read when first touched.
+/// Read what is not yet cached of a file mapping (`bytes`, a whole map from its page-aligned
+/// start) into the page cache in 2 MiB folios (Linux 5.14 on: `MADV_HUGEPAGE`, then
+/// `MADV_POPULATE_READ`; elsewhere, or where the kernel declines, nothing). The map is the
+/// caller's to drop: a map of the same file made afterwards with `MAP_POPULATE` enters the
+/// 2 MiB folios in 2 MiB pages, with no hint left on it.
 ///
 /// A populated table is read at random, a block a probe, and with 4 KiB pages every probe
 /// also walks the page tables. Linux maps a file in 2 MiB pages only where its page cache
 /// holds 2 MiB folios, and a cold file read by `MAP_POPULATE` gets folios as large as its
 /// read-ahead window: with the common 128 KiB window, none of 2 MiB; here (8 MiB) none for
-/// the 6 MiB tables of a 1M-key index. With `MADV_HUGEPAGE` set before the read, a fault reads
-/// a whole 2 MiB folio. Pages already in the cache keep their folios (a warm file maps as it
-/// is cached), and a kernel that finds no free 2 MiB of memory falls back to small ones.
-pub(crate) fn populate_mapping(bytes: &[u8]) {
+/// the 6 MiB tables of a 1M-key index. With `MADV_HUGEPAGE` set before the read, a fault
+/// reads a whole 2 MiB folio. Pages already in the cache keep their folios (a warm file maps
+/// as it is cached), and a kernel that finds no free 2 MiB of memory falls back to small
+/// ones. The reader's own map does not carry the hint: under it, a page evicted later would
+/// fault back in with its whole 2 MiB.
+pub(crate) fn read_in_huge_folios(bytes: &[u8]) {
+    // A file whose sampled pages are all cached is left as it is cached (mapping it twice
+    // would only double the open's page-table work).
     #[cfg(target_os = "linux")]
-    {
-        if bytes.is_empty() {
-            return;
-        }
+    if !bytes.is_empty() && resident_fraction(bytes) < 1.0 {
         let (start, len) = (bytes.as_ptr() as *mut libc::c_void, bytes.len());
         // SAFETY: the range is a live mapping's (the slice's, which starts at the map's
         // page-aligned start); both hints change how pages are backed and when they are read,
-        // never their contents. A failed hint is not an error: the pages are read below or on
-        // first touch.
-        let populated = unsafe {
+        // never their contents. A failed hint is not an error: the caller's populated map
+        // reads the file anyway.
+        unsafe {
             libc::madvise(start, len, libc::MADV_HUGEPAGE);
-            libc::madvise(start, len, libc::MADV_POPULATE_READ) == 0
-        };
-        if !populated {
-            let mut sum = 0u8;
-            for at in (0..len).step_by(page()) {
-                // A volatile read, so that the page is faulted in although the byte is unused.
-                // SAFETY: `at` is inside the slice.
-                sum ^= unsafe { std::ptr::read_volatile(bytes.as_ptr().add(at)) };
-            }
-            std::hint::black_box(sum);
+            libc::madvise(start, len, libc::MADV_POPULATE_READ);
         }
     }
     #[cfg(not(target_os = "linux"))]

@@ -74,21 +74,30 @@ impl Table<Mmap> {
     }
 
     /// Map and open the table file at `path`; with `populate`, read the whole file into the
-    /// page cache and enter every page in the process's page tables now, in 2 MiB pages where
-    /// the kernel allows (`os::populate_mapping`; Linux only, ignored elsewhere), so that no
-    /// query takes a page fault later, and check every block's crc32 now.
+    /// page cache and enter every page in the process's page tables now (`MAP_POPULATE`, and
+    /// what is not cached yet read in 2 MiB folios first, `os::read_in_huge_folios`; Linux
+    /// only, ignored elsewhere), so that no query takes a page fault later, and check every
+    /// block's crc32 now.
     pub(crate) fn open_with(path: impl AsRef<Path>, populate: bool) -> Result<Table<Mmap>> {
         let path = path.as_ref();
         let file =
             std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+        let mut opts = memmap2::MmapOptions::new();
+        if populate {
+            // What is not cached yet is read in 2 MiB folios through a map of its own, so that
+            // the reader's map below enters them in 2 MiB pages, and keeps no hint of its own:
+            // a page evicted later faults back in alone, not with the 2 MiB around it.
+            // SAFETY: as the map's below; this one is dropped when the file is read.
+            if let Ok(tmp) = unsafe { memmap2::MmapOptions::new().map(&file) } {
+                crate::os::read_in_huge_folios(&tmp);
+            }
+            opts.populate();
+        }
         // SAFETY: the map is read-only, and simdex never modifies a table file in place (files are
         // replaced by rename). Another process truncating the file under us is outside the
         // contract, as with every mmap-based reader.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file) }
-            .map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
-        if populate {
-            crate::os::populate_mapping(&map);
-        }
+        let map =
+            unsafe { opts.map(&file) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
         // Lookups touch one block in a random place: tell the kernel not to read ahead around
         // each fault (with read-ahead, 10k queries on a 100M-key index pulled 5 GB into RSS).
         #[cfg(unix)]
