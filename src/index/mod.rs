@@ -140,8 +140,8 @@ pub(crate) fn file_digest(path: &Path) -> Result<(u64, u64)> {
 #[non_exhaustive]
 pub struct OpenOptions {
     /// Read every table into the page cache and map all its pages at open, in 2 MiB pages
-    /// where the kernel allows (`MADV_HUGEPAGE`, then `MADV_POPULATE_READ`; Linux only,
-    /// ignored elsewhere), in parallel across tables.
+    /// where the kernel allows (`MAP_POPULATE`, after reading what is not cached through a
+    /// map with `MADV_HUGEPAGE`; Linux only, ignored elsewhere), in parallel across tables.
     ///
     /// A mapped index otherwise takes a page fault the first time each page is touched: a
     /// minor fault (the page is cached, only the mapping is missing) is not free, and a query
@@ -153,8 +153,8 @@ pub struct OpenOptions {
     /// block (all of it). A one-shot lookup of a few fingerprints should not populate.
     ///
     /// A table not yet in the page cache is read in 2 MiB folios, so that the map's TLB
-    /// entries cover 512 times more of it (a 10M-key index: queries 0.91-0.93x the time, its
-    /// cold open up to 2.5x longer while the kernel finds free 2 MiB of memory); one already
+    /// entries cover 512 times more of it (a 10M-key index: queries 0.85-0.93x the time, its
+    /// cold open up to 2.9x longer while the kernel finds free 2 MiB of memory); one already
     /// cached is mapped as it is cached.
     pub populate: bool,
 }
