@@ -104,7 +104,13 @@ fn check_table_with(
         );
     }
     for (i, &a) in pts.iter().enumerate() {
-        let b = pts[(i * 7 + 3) % pts.len()];
+        // A long range (to a point far off in the list, and from or to an end of the key
+        // space) for every 8th point: each is a scan of up to every key, and checked at every
+        // point they made this test most of CI's time. The others range to the next point,
+        // which for the points around a block's last key crosses that block's end.
+        let long = i % 8 == 0;
+        let far = (i * 7 + 3) % pts.len();
+        let b = pts[if long { far } else { (i + 1) % pts.len() }];
         let (lo, hi) = (a.min(b), a.max(b));
         assert_eq!(
             collect(t.range(lo..=hi)),
@@ -126,16 +132,18 @@ fn check_table_with(
             oracle_range(&set, Bound::Excluded(lo), Bound::Included(hi)),
             "{ctx}"
         );
-        assert_eq!(
-            collect(t.range(..a)),
-            oracle_range(&set, Bound::Unbounded, Bound::Excluded(a)),
-            "{ctx}: ..{a:#x}"
-        );
-        assert_eq!(
-            collect(t.range(a..)),
-            oracle_range(&set, Bound::Included(a), Bound::Unbounded),
-            "{ctx}: {a:#x}.."
-        );
+        if long {
+            assert_eq!(
+                collect(t.range(..a)),
+                oracle_range(&set, Bound::Unbounded, Bound::Excluded(a)),
+                "{ctx}: ..{a:#x}"
+            );
+            assert_eq!(
+                collect(t.range(a..)),
+                oracle_range(&set, Bound::Included(a), Bound::Unbounded),
+                "{ctx}: {a:#x}.."
+            );
+        }
         let mut seen = Vec::new();
         assert!(
             t.for_each_in(lo, hi, |k| {
@@ -159,7 +167,9 @@ fn check_table_with(
             .unwrap();
         assert_eq!(first, seen.first().copied(), "{ctx}");
         assert_eq!(ran_out, seen.is_empty(), "{ctx}");
-        for bits in [0, 1, 7, 16, 24, 33, 48, 63, 64] {
+        // (Prefixes of 0 and 1 bits are long ranges too.)
+        let from = if long { 0 } else { 2 };
+        for bits in [0, 1, 7, 16, 24, 33, 48, 63, 64][from..].iter().copied() {
             assert_eq!(
                 collect(t.prefix(a, bits)),
                 oracle_prefix(&set, a, bits),
