@@ -133,6 +133,32 @@ fn build_segmented(
     idx
 }
 
+/// An index directory's manifest and its `tables` tables' bytes, for `Index::from_parts`
+/// with some of them rewritten.
+fn parts(dir: &std::path::Path, tables: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
+    let tables = (0..tables)
+        .map(|t| std::fs::read(dir.join(crate::index::manifest::table_file_name(t))).unwrap())
+        .collect();
+    (manifest, tables)
+}
+
+/// Block `b` of a table's bytes (blocks of `bs` bytes), to rewrite; [`seal`] it after.
+fn block_mut(table: &mut [u8], b: u64, bs: usize) -> &mut [u8] {
+    let off = HEADER_LEN + b as usize * bs;
+    &mut table[off..off + bs]
+}
+
+/// Give block `b` of a table's bytes (blocks of `bs` bytes) the crc of its bytes as they are
+/// now, so that only the decoders' own checks stand between a rewrite and a query.
+fn seal(table: &mut [u8], b: u64, bs: usize) {
+    let off = HEADER_LEN + b as usize * bs;
+    let crc_at = bs - BLOCK_TRAILER_LEN;
+    let block = block_mut(table, b, bs);
+    let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
+    block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// [`build_segmented`]'s S for aligned segments (an automatic S).
 const ALIGNED: u32 = u32::MAX;
 /// [`build_segmented`]'s S for an index of format-3 and format-4 tables (an automatic S), as
@@ -239,17 +265,13 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
     for (bs, seg) in [(256usize, 0u32), (1024, 4), (4096, ALIGNED)] {
         let dir = tmp.path().join(format!("idx-{seg}"));
         let blocks = build_segmented(&dir, &keys, "4", bs as u32, seg).tables[0].block_count();
-        let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
-        let mut tables: Vec<Vec<u8>> = (0..4)
-            .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
-            .collect();
+        let (manifest, mut tables) = parts(&dir, 4);
         // Zero the streams (and skip entries) of every 7th block of table 0 and seal them with a
         // fresh crc: bytes that pass the crc, so only the decoders' own checks stand between
         // them and a query.
         let crc_at = bs - BLOCK_TRAILER_LEN;
         for b in (0..blocks).step_by(7) {
-            let off = HEADER_LEN + b as usize * bs;
-            let block = &mut tables[0][off..off + bs];
+            let block = block_mut(&mut tables[0], b, bs);
             let head = match seg {
                 0 => BLOCK_HEADER_LEN,
                 ALIGNED => Head::Compact {
@@ -264,8 +286,7 @@ fn lanes_name_corrupt_streams_as_the_block_decoder_does() {
                 .bytes(),
             };
             block[head..crc_at].fill(0);
-            let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
-            block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+            seal(&mut tables[0], b, bs);
         }
         let mut idx = Index::from_parts(&manifest, tables).unwrap();
         // `near_many` through the lanes' stream of probes: an error exactly where a query
@@ -336,10 +357,7 @@ fn lanes_answer_as_the_scalar_loop_on_rewritten_blocks() {
     for (bs, seg) in [(4096usize, ALIGNED), (1024, 4), (256, 0)] {
         let dir = tmp.path().join(format!("idx-{seg}"));
         let original = build_segmented(&dir, &keys, "4", bs as u32, seg);
-        let manifest = std::fs::read(dir.join("MANIFEST")).unwrap();
-        let tables: Vec<Vec<u8>> = (0..4)
-            .map(|t| std::fs::read(dir.join(format!("table-{t:02}.sxt"))).unwrap())
-            .collect();
+        let (manifest, tables) = parts(&dir, 4);
         let crc_at = bs - BLOCK_TRAILER_LEN;
         let (mut faults, mut same) = (0, 0);
         for _ in 0..150 {
@@ -360,14 +378,12 @@ fn lanes_answer_as_the_scalar_loop_on_rewritten_blocks() {
                 .map(|&q| flip_bits(q, (splitmix64(&mut s) % 2) as u32, &mut s))
                 .collect();
             let mut bytes = tables.clone();
-            let off = HEADER_LEN + b as usize * bs;
-            let block = &mut bytes[t][off..off + bs];
+            let block = block_mut(&mut bytes[t], b, bs);
             for _ in 0..1 + splitmix64(&mut s) % 4 {
                 let at = (splitmix64(&mut s) % crc_at as u64) as usize;
                 block[at] ^= 1 + (splitmix64(&mut s) % 255) as u8;
             }
-            let crc = crate::table::block::block_crc(off as u64, &block[..crc_at]);
-            block[crc_at..].copy_from_slice(&crc.to_le_bytes());
+            seal(&mut bytes[t], b, bs);
             let mut idx = Index::from_parts(&manifest, bytes).unwrap();
             let mut alone = Vec::new();
             for &q in &queries {
