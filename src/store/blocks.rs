@@ -188,5 +188,15 @@ pub fn read_block<'a>(
             "a bad count or used length",
         ));
     }
+    // The padding is zero, as the writer leaves it: a block reads one way only (no cheaper
+    // than the crc just checked over the same bytes).
+    if let Some(at) = blk[8 + used..bs - 4].iter().position(|&x| x != 0) {
+        return Err(Error::corrupt(
+            format!("{what} block {i} padding"),
+            (off + 8 + used + at) as u64,
+            "zero bytes after the entry stream",
+            format!("{:#04x}", blk[8 + used + at]),
+        ));
+    }
     Ok((count, &blk[8..8 + used], off as u64))
 }
