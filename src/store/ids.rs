@@ -123,6 +123,15 @@ impl IdsHeader {
                 h.block_size.to_string(),
             ));
         }
+        let reserved = LE::read_u32(&b[40..44]);
+        if reserved != 0 {
+            return Err(Error::corrupt(
+                "id map header reserved field",
+                40,
+                "0",
+                reserved.to_string(),
+            ));
+        }
         Ok(h)
     }
 }
@@ -522,9 +531,10 @@ mod tests {
     }
 
     /// A block whose padding is not zero is refused even with its crc sealed again (found by
-    /// the `id_map` fuzz target: it verified, yet its writer would not write it).
+    /// the `id_map` fuzz target: it verified, yet its writer would not write it), and so is a
+    /// header whose reserved field is not.
     #[test]
-    fn padding_must_be_zero_even_under_a_good_crc() {
+    fn padding_and_reserved_must_be_zero_even_under_a_good_crc() {
         let pairs = [(0x10u64, 7u64), (0x10, 9), (0x25, 3)];
         let good = build_bytes(&pairs, 64).unwrap();
         let block = crate::store::blocks::HEADER_LEN;
@@ -541,5 +551,12 @@ mod tests {
         }
         let m = IdMap::from_bytes(&good[..]).unwrap();
         assert_eq!(m.ids_of(0x10).unwrap(), [7, 9]);
+        // So must the header's reserved field (the fuzz target's second find).
+        let mut b = good.clone();
+        b[43] = 0xe7;
+        let crc = crate::checksum::crc_at(0, &b[..44]);
+        b[44..48].copy_from_slice(&crc.to_le_bytes());
+        let err = IdMap::from_bytes(&b[..]).unwrap_err().to_string();
+        assert!(err.contains("reserved"), "{err}");
     }
 }

@@ -252,6 +252,17 @@ pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
             found: version.into(),
         });
     }
+    for at in [12, 24] {
+        let reserved = LE::read_u32(&h[at..at + 4]);
+        if reserved != 0 {
+            return Err(Error::corrupt(
+                "log header reserved field",
+                at as u64,
+                "0",
+                reserved.to_string(),
+            ));
+        }
+    }
     let found = LE::read_u64(&h[16..24]);
     if found != number {
         return Err(Error::corrupt(
@@ -451,6 +462,15 @@ mod tests {
         assert_eq!(c.valid_len, b.len() as u64);
         assert_eq!(c.torn_bytes, 0);
         assert!(parse(&b, 4).is_err(), "wrong log number accepted");
+        // A reserved field set, under a good header crc, is refused too.
+        for at in [12, 24] {
+            let mut b = b.clone();
+            b[at] = 1;
+            let crc = crate::checksum::crc_at(0, &b[..28]);
+            b[28..32].copy_from_slice(&crc.to_le_bytes());
+            let err = parse(&b, 3).unwrap_err().to_string();
+            assert!(err.contains("reserved"), "{err}");
+        }
     }
 
     #[test]
