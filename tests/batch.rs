@@ -93,6 +93,49 @@ fn batch_equals_brute_force_for_every_design_and_k() {
     }
 }
 
+/// `near_many` answered by the batch scan is `near_many` answered query by query, match for
+/// match and in the same order (by distance, then fingerprint), for repeated queries too, and
+/// both are brute force; both count every query.
+#[test]
+fn near_many_by_scan_answers_as_query_by_query() {
+    let (mut stored, mut batch) = data(3);
+    // A cluster whose matches' order by distance is not their order by fingerprint.
+    let c = 0x1234_5678_9abc_def0u64;
+    stored.extend([c, c ^ 1 << 63, c ^ 0b11, c ^ 0b111]);
+    batch.extend([c, c ^ 1, c]);
+    for (design, block) in [("4", 128), ("10", 256), ("20", 128), ("m4c2r1", 128)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = build(&dir.path().join("i"), &stored, design, block);
+        for k in 0..=3 {
+            idx.use_scan(Some(true));
+            let before = idx.counters().queries;
+            let scanned = idx.near_many(&batch, k).unwrap();
+            assert_eq!(idx.counters().queries - before, batch.len() as u64);
+            idx.use_scan(Some(false));
+            let probed = idx.near_many(&batch, k).unwrap();
+            assert_eq!(scanned, probed, "design {design} k {k}");
+            for (i, &q) in batch.iter().enumerate() {
+                let mut want: Vec<(u32, u64)> = stored
+                    .iter()
+                    .map(|&f| ((f ^ q).count_ones(), f))
+                    .filter(|&(d, _)| d <= k)
+                    .collect();
+                want.sort_unstable();
+                want.dedup();
+                let got: Vec<(u32, u64)> = scanned
+                    .get(i)
+                    .iter()
+                    .map(|m| (m.distance, m.fingerprint))
+                    .collect();
+                assert_eq!(got, want, "design {design} k {k} query {i} ({q:#x})");
+            }
+        }
+        idx.use_scan(Some(true));
+        assert!(idx.near_many(&batch, 4).is_err());
+        assert!(idx.near_many(&[], 3).unwrap().is_empty());
+    }
+}
+
 /// A small batch against a larger stored set decodes only the blocks a probe can reach (the
 /// work follows the batch), and stays exact where one probed prefix spans many blocks, at the
 /// first and last blocks, on every adversarial set, and across shards.

@@ -41,8 +41,21 @@ pub struct Args {
     pub in_memory: bool,
 }
 
-/// Queries answered per parallel batch.
+/// Queries answered per parallel batch (at least; an index reads more, [`index_batch`]).
 const BATCH: usize = 1 << 14;
+
+/// The most queries an index is asked at once (16 MiB of them, and their answers): the scan
+/// then serves indexes of up to 16M keys; larger ones are asked query by query anyway (their
+/// scan's probe lists would pass the library's memory bound first, or nearly).
+const MAX_BATCH: usize = 1 << 21;
+
+/// Queries asked of an index of `keys` fingerprints at once: a quarter as many as it stores
+/// (within [`BATCH`]..=[`MAX_BATCH`]), so that a large input reaches `Index::near_many`'s
+/// batch scan (taken from an eighth on, where it pays: 1.15-1.4x the queries per second at
+/// 1M keys, 1.7-2x at 10M; BENCHMARKS.md, issue 29 part 15) rather than query by query.
+fn index_batch(keys: u64) -> usize {
+    usize::try_from(keys / 4).map_or(MAX_BATCH, |q| q.clamp(BATCH, MAX_BATCH))
+}
 
 /// One query's matches: a tab-separated line per match (`query fp distance[ ids]`) or one JSON
 /// object. `ids` is `Some` for stores (comma-separated document ids).
@@ -124,10 +137,10 @@ pub fn run(a: Args) -> Result<()> {
     run_index(a, idx, opened.elapsed())
 }
 
-/// Refill `batch` with the input's next (up to) [`BATCH`] queries; false once none are left.
-fn next_batch(input: &mut FingerprintReader, batch: &mut Vec<u64>) -> Result<bool> {
+/// Refill `batch` with the input's next (up to) `size` queries; false once none are left.
+fn next_batch(input: &mut FingerprintReader, batch: &mut Vec<u64>, size: usize) -> Result<bool> {
     batch.clear();
-    for q in input.by_ref().take(BATCH) {
+    for q in input.by_ref().take(size) {
         batch.push(q?);
     }
     Ok(!batch.is_empty())
@@ -143,8 +156,9 @@ fn run_index<D: AsRef<[u8]> + Sync>(
     let k = a.k.unwrap_or(idx.design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
-    let mut batch = Vec::with_capacity(BATCH);
-    while next_batch(&mut input, &mut batch)? {
+    let size = index_batch(idx.len());
+    let mut batch = Vec::new();
+    while next_batch(&mut input, &mut batch, size)? {
         let t0 = std::time::Instant::now();
         let results = idx.near_many(&batch, k)?;
         query_time += t0.elapsed();
@@ -207,7 +221,7 @@ fn run_store(a: Args) -> Result<()> {
     let mut w = crate::util::stdout();
     let mut batch = Vec::with_capacity(BATCH);
     let (before, mut asked) = (work(&store.counters().queries), 0u64);
-    while next_batch(&mut input, &mut batch)? {
+    while next_batch(&mut input, &mut batch, BATCH)? {
         asked += batch.len() as u64;
         let t0 = std::time::Instant::now();
         let results: Vec<Vec<simdex::StoreMatch>> = batch

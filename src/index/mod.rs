@@ -112,6 +112,9 @@ pub struct Index<D = Mmap> {
     /// Whether any table is format 4 (segments aligned to prefix runs), fixed at open: queries
     /// of other indexes take the decoders compiled without format 4's tests.
     aligned: bool,
+    /// `near_many` by the batch scan always (`Some(true)`), never, or where it pays (`None`,
+    /// [`scan_pays`](Index::scan_pays)); set only by tests.
+    scan: Option<bool>,
     counters: AtomicCounters,
 }
 
@@ -326,6 +329,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             lanes: crate::table::multiscan::lanes_supported(&tables),
             aligned: crate::table::multiscan::any_aligned(&tables),
             tables,
+            scan: None,
             counters: AtomicCounters::default(),
         })
         .inspect(|idx: &Index<D>| idx.residency.judge(&idx.tables))
@@ -346,6 +350,15 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 let _ = on;
             }
             self.lanes
+        }
+    }
+
+    internal_fn! {
+        /// Answer `near_many` by the batch scan always (`Some(true)`), never (`Some(false)`),
+        /// or where it pays (`None`, the default). For tests that hold the two to the same
+        /// answers.
+        fn use_scan(&mut self, scan: Option<bool>) {
+            self.scan = scan;
         }
     }
 

@@ -333,8 +333,18 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 
     /// [`near`](Self::near) for many queries, spread over all cores (the current rayon pool),
     /// returned as one flat array in input order.
+    ///
+    /// A batch of at least 4096 queries and an eighth as many as the index stores is answered
+    /// by one scan of the tables instead, [`batch_near`](Self::batch_near)'s, where the
+    /// queries' probes share what they decode: the same answers, at 1.15-1.4x the queries per
+    /// second at 1M keys and 1.7-2x at 10M (one thread, BENCHMARKS.md). The scan holds the batch sorted
+    /// under every table's permutation, 16 bytes per query per probe, and is taken only where
+    /// that fits in 1 GiB.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
         self.check_k(k)?;
+        if self.scan_pays(fps.len()) {
+            return self.near_many_by_scan(fps, k);
+        }
         self.residency.judge_for(&self.tables, fps.len());
         // Chunks of queries per task: each task fills one flat buffer, so there is one
         // allocation per chunk rather than per query, and one counter update per chunk.

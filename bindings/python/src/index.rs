@@ -162,7 +162,8 @@ impl PyIndex {
         with!(&self.held, i => i.has_near(fingerprint, k)).map_err(to_py)
     }
 
-    /// (query_index, fingerprint, distance) for every match of every query, sorted by query.
+    /// (query_index, fingerprint, distance) for every match of every query, sorted by query
+    /// (a large batch answered by one scan of the tables, `Index::near_many`).
     #[pyo3(signature = (fingerprints, k=None, *, threads=None))]
     fn near_many<'py>(
         &self,
