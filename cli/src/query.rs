@@ -44,17 +44,21 @@ pub struct Args {
 /// Queries answered per parallel batch (at least; an index reads more, [`index_batch`]).
 const BATCH: usize = 1 << 14;
 
-/// The most queries an index is asked at once (16 MiB of them, and their answers): the scan
-/// then serves indexes of up to 16M keys; larger ones are asked query by query anyway (their
-/// scan's probe lists would pass the library's memory bound first, or nearly).
+/// The most queries an index is asked at once (16 MiB of them, and their answers): enough for
+/// the scan of an index of up to 16M keys. Larger ones would not scan a batch this size (nor,
+/// at their size, one whose probe lists fit the library's 1 GiB), so they get [`BATCH`].
 const MAX_BATCH: usize = 1 << 21;
 
 /// Queries asked of an index of `keys` fingerprints at once: a quarter as many as it stores
 /// (within [`BATCH`]..=[`MAX_BATCH`]), so that a large input reaches `Index::near_many`'s
 /// batch scan (taken from an eighth on, where it pays: 1.15-1.4x the queries per second at
-/// 1M keys, 1.7-2x at 10M; BENCHMARKS.md, issue 29 part 15) rather than query by query.
+/// 1M keys, 1.7-2x at 10M; BENCHMARKS.md, issue 29 part 15) rather than query by query;
+/// [`BATCH`] where no batch this tool asks would reach it.
 fn index_batch(keys: u64) -> usize {
-    usize::try_from(keys / 4).map_or(MAX_BATCH, |q| q.clamp(BATCH, MAX_BATCH))
+    match usize::try_from(keys / 4) {
+        Ok(q) if q / 2 <= MAX_BATCH => q.clamp(BATCH, MAX_BATCH),
+        _ => BATCH,
+    }
 }
 
 /// One query's matches: a tab-separated line per match (`query fp distance[ ids]`) or one JSON
@@ -252,7 +256,24 @@ fn run_store(a: Args) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::write_line;
+    use super::{BATCH, MAX_BATCH, index_batch, write_line};
+
+    /// An index is asked a quarter of its size at once, enough to reach its scan (an eighth),
+    /// and a plain batch where no batch within bounds would.
+    #[test]
+    fn batches_reach_the_scan_where_they_can() {
+        assert_eq!(index_batch(0), BATCH);
+        assert_eq!(index_batch(50_000), BATCH);
+        assert_eq!(index_batch(100_000), 25_000);
+        assert_eq!(index_batch(1_000_000), 250_000);
+        for keys in [1u64 << 20, 10_000_000, 16 << 20] {
+            let b = index_batch(keys) as u64;
+            assert!(b >= keys / 8 && b <= MAX_BATCH as u64, "{keys} keys: {b}");
+        }
+        for keys in [(16 << 20) + 8, 100_000_000, u64::MAX] {
+            assert_eq!(index_batch(keys), BATCH, "{keys} keys");
+        }
+    }
 
     /// The direct line writer prints what the format string did.
     #[test]

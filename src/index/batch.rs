@@ -375,7 +375,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// tables. Measured on one thread (BENCHMARKS.md, issue 29 part 15): at 1M keys (design
     /// 4) it broke even at a sixteenth as many queries as keys and took 0.85x the time at an
     /// eighth, 0.7-0.75x from a quarter on; at 10M (design 10), 0.5-0.6x from an eighth on
-    /// (and already 0.6-0.7x at a fortieth), but at 100M (B = 1024) 1.1-1.25x at a hundredth
+    /// (and 0.7-0.85x already at a fortieth), but at 100M (B = 1024) 1.1-1.25x at a hundredth
     /// and a four-hundredth, where the scan's sparse skips cost more than random probes. It is
     /// taken from an eighth on, for batches of [`SCAN_MIN`] queries or more (a smaller call
     /// keeps the latency of a few queries), while its in-memory probe lists fit in
@@ -398,6 +398,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         let (r, blocks) = self.scan_batch(fps, &opts)?;
         // The queries in fingerprint order walk the pairs (sorted by batch fingerprint) once:
         // each query's pairs are the run of its fingerprint (a repeated query's, the same run).
+        // (A scanned batch has at most 2^26 queries, `SCAN_MEMORY`: its indices fit in u32.)
         let mut order: Vec<(u64, u32)> = fps.iter().zip(0u32..).map(|(&f, i)| (f, i)).collect();
         order.par_sort_unstable();
         let mut runs = vec![(0usize, 0usize); fps.len()];

@@ -111,6 +111,21 @@ def test_near_and_near_many_match_brute_force(index: tuple[simdex.Index, np.ndar
     assert idx.counters()["queries"] > 0
 
 
+def test_a_large_near_many_answers_as_near(index: tuple[simdex.Index, np.ndarray]) -> None:
+    # 5 000 queries against 20 205 fingerprints: enough (4 096 and an eighth) for near_many to
+    # answer by one scan of the tables; the rows are near's, query by query, in order.
+    idx, fps = index
+    queries = np.concatenate([fps[:2500], fps[:2500] ^ np.uint64(0b101)])
+    before = idx.counters()["queries"]
+    qi, f, d = idx.near_many(queries, 3)
+    assert idx.counters()["queries"] - before == len(queries)
+    starts = np.searchsorted(qi, np.arange(len(queries) + 1))
+    for i, q in enumerate(queries.tolist()):
+        nf, nd = idx.near(q, 3)
+        lo, hi = starts[i], starts[i + 1]
+        assert f[lo:hi].tolist() == nf.tolist() and d[lo:hi].tolist() == nd.tolist()
+
+
 def test_batch_equals_brute_force(index: tuple[simdex.Index, np.ndarray]) -> None:
     idx, fps = index
     batch = np.concatenate([fps[:100] ^ np.uint64(1), sample(50, 9)[:50]])
