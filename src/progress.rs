@@ -39,8 +39,8 @@ use crate::error::{Error, Result};
 /// Implementations must be cheap: `advance` and `cancelled` are called from worker threads,
 /// every few thousand keys or every block.
 pub trait Progress: Send + Sync {
-    /// A stage begins: `name` is a short word ("reading", "tables", "ids", "batch", "verify"),
-    /// `total` the number of units it will report, when known.
+    /// A stage begins: `name` is a short word ("reading", "tables", "ids", "batch",
+    /// "near_many", "verify"), `total` the number of units it will report, when known.
     fn stage(&self, name: &str, total: Option<u64>) {
         let _ = (name, total);
     }

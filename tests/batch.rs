@@ -133,6 +133,19 @@ fn near_many_by_scan_answers_as_query_by_query() {
         idx.use_scan(Some(true));
         assert!(idx.near_many(&batch, 4).is_err());
         assert!(idx.near_many(&[], 3).unwrap().is_empty());
+        // Either way, a caller that asks to stop gets `Cancelled`, not answers.
+        struct Stop;
+        impl simdex::Progress for Stop {
+            fn cancelled(&self) -> bool {
+                true
+            }
+        }
+        let stop = simdex::ProgressHandle::new(Stop);
+        for scan in [true, false] {
+            idx.use_scan(Some(scan));
+            let r = idx.near_many_with(&batch, 3, &stop);
+            assert!(matches!(r, Err(simdex::Error::Cancelled)), "scan {scan}");
+        }
     }
 }
 

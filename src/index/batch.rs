@@ -241,6 +241,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         b.par_sort_unstable();
         b.dedup();
         // The batch under every table's permutation, once per probe flip.
+        // (A cancellation is heard between lists: sorting them is much of a large batch's
+        // time.)
         let lists: Vec<Vec<ProbeList>> = self
             .probers
             .par_iter()
@@ -248,6 +250,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 p.flips
                     .iter()
                     .map(|&s| {
+                        opts.progress.check()?;
                         let mut v: ProbeList = b
                             .iter()
                             .map(|&x| {
@@ -256,11 +259,11 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                             })
                             .collect();
                         v.sort_unstable();
-                        v
+                        Ok(v)
                     })
                     .collect()
             })
-            .collect();
+            .collect::<Result<_>>()?;
 
         // Work items: (table, block range) over this shard, ~8 per core per table.
         let chunks_per_table = (rayon::current_num_threads() * 8) as u64;
@@ -393,8 +396,16 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// [`near_many`](Index::near_many) by the batch scan ([`batch_near`](Self::batch_near)'s
     /// pairs, regrouped): the same answers, each query's matches by distance, then
     /// fingerprint, and the same counters (the blocks and keys the scan decoded).
-    pub(crate) fn near_many_by_scan(&self, fps: &[u64], k: u32) -> Result<NearMany> {
-        let opts = BatchOptions::default().with_k(k).with_within(false);
+    pub(crate) fn near_many_by_scan(
+        &self,
+        fps: &[u64],
+        k: u32,
+        progress: &ProgressHandle,
+    ) -> Result<NearMany> {
+        let opts = BatchOptions::default()
+            .with_k(k)
+            .with_within(false)
+            .with_progress(progress.clone());
         let (r, blocks) = self.scan_batch(fps, &opts)?;
         // The queries in fingerprint order walk the pairs (sorted by batch fingerprint) once:
         // each query's pairs are the run of its fingerprint (a repeated query's, the same run).

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use super::Index;
 use super::probe::{Match, ProbeChunk, ProbeSource, QueryProbes, Work, each_probe};
 use crate::error::{Error, Result};
+use crate::progress::ProgressHandle;
 use crate::table::multiscan::{MAX_PROBES, MultiScan};
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
@@ -336,15 +337,28 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     ///
     /// A batch of at least 4096 queries and an eighth as many as the index stores is answered
     /// by one scan of the tables instead, [`batch_near`](Self::batch_near)'s, where the
-    /// queries' probes share what they decode: the same answers, at 1.15-1.4x the queries per
-    /// second at 1M keys and 1.7-2x at 10M (one thread, BENCHMARKS.md). The scan holds the batch sorted
-    /// under every table's permutation, 16 bytes per query per probe, and is taken only where
-    /// that fits in 1 GiB.
+    /// queries' probes share what they decode: the same answers, at 1.15-1.4x the queries
+    /// per second at 1M keys and 1.7-2x at 10M (one thread, BENCHMARKS.md). The scan holds
+    /// the batch sorted under every table's permutation, 16 bytes per query per probe, and is
+    /// taken only where that fits in 1 GiB.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {
+        self.near_many_with(fps, k, &ProgressHandle::none())
+    }
+
+    /// [`near_many`](Self::near_many), reporting to `progress` (queries taken up, or the
+    /// scan's blocks) and stopping with [`Error::Cancelled`] soon after it asks to: before the
+    /// next chunk of 256 queries, or the scan's next block range (a Python caller's Ctrl-C).
+    pub fn near_many_with(
+        &self,
+        fps: &[u64],
+        k: u32,
+        progress: &ProgressHandle,
+    ) -> Result<NearMany> {
         self.check_k(k)?;
         if self.scan_pays(fps.len()) {
-            return self.near_many_by_scan(fps, k);
+            return self.near_many_by_scan(fps, k, progress);
         }
+        progress.stage("near_many", Some(fps.len() as u64))?;
         self.residency.judge_for(&self.tables, fps.len());
         // Chunks of queries per task: each task fills one flat buffer, so there is one
         // allocation per chunk rather than per query, and one counter update per chunk.
@@ -352,6 +366,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         let parts: Vec<(Vec<usize>, Vec<Match>, Work)> = fps
             .par_chunks(CHUNK)
             .map(|qs| {
+                progress.advance(qs.len() as u64)?;
                 #[cfg(target_arch = "x86_64")]
                 if self.lanes && self.probes_per_query <= MAX_PROBES as u64 {
                     return self.near_chunk_lanes(qs, k);
@@ -369,6 +384,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 Ok((lens, all, work))
             })
             .collect::<Result<_>>()?;
+        progress.finish();
         let total: usize = parts.iter().map(|p| p.1.len()).sum();
         let mut out = NearMany {
             offsets: Vec::with_capacity(fps.len() + 1),

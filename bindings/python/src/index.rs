@@ -12,7 +12,7 @@ use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
 use crate::errors::{invalid, to_py};
-use crate::runtime::{detached, detached_cancellable};
+use crate::runtime::{LONG_CALL, detached, detached_cancellable, detached_watched};
 
 /// The two ways an index is held: mapped files (the default) or bytes read into memory.
 enum Held {
@@ -177,8 +177,13 @@ impl PyIndex {
         let qs = arr.as_slice()?;
         let k = self.k_or_design(k);
         let held = &self.held;
-        let (qi, f, d) = detached(py, threads, move || {
-            Ok(flatten(with!(held, i => i.near_many(qs, k))?))
+        // A long batch watches for Ctrl-C: the library stops between chunks of queries.
+        let long = qs.len() >= LONG_CALL;
+        let (qi, f, d) = detached_watched(py, threads, long, move |cancel| {
+            let progress = cancel.progress();
+            Ok(flatten(
+                with!(held, i => i.near_many_with(qs, k, &progress))?,
+            ))
         })?;
         Ok((out(py, qi), out(py, f), out(py, d)))
     }

@@ -136,6 +136,26 @@ def test_ctrl_c_stops_a_long_insert_between_steps(tmp_path: Path) -> None:
     s.close()
 
 
+def test_ctrl_c_stops_a_long_near_many(tmp_path: Path) -> None:
+    # Query by query (fewer than an eighth as many queries as keys), and by the batch scan
+    # (more): each stops soon after the interrupt, where before it ran to its end.
+    idx = simdex.Index.build(tmp_path / "idx", _fps(1_000_000), design="20")
+    for n in (120_000, 1_000_000):
+        q = _fps(n, seed=5)
+        t0 = time.monotonic()
+        want = idx.near_many(q, 3, threads=1)
+        whole = time.monotonic() - t0
+        t0 = time.monotonic()
+        _interrupt_after(0.05)
+        with pytest.raises(KeyboardInterrupt):
+            idx.near_many(q, 3, threads=1)
+        took = time.monotonic() - t0
+        assert took < 0.05 + whole / 2, (n, took, whole)
+        # The index answers on after an interrupted call.
+        got = idx.near_many(q[:1000], 3)
+        assert np.array_equal(got[1], want[1][want[0] < 1000])
+
+
 def test_ctrl_c_stops_hash_and_dedup_of_many_texts() -> None:
     texts = [f"document number {i} with a few words of text in it, {i % 977}" for i in range(1_500_000)]
     t0 = time.monotonic()

@@ -100,7 +100,8 @@ class Index:
         """(query_index, fingerprint, distance) of every match of every query, by query.
 
         A batch of at least 4096 queries and an eighth as many as the index stores is
-        answered by one scan of the tables, as ``batch`` does: the same answers, faster."""
+        answered by one scan of the tables, as ``batch`` does: the same answers, faster.
+        Ctrl-C stops a long call soon (KeyboardInterrupt)."""
     @overload
     def batch(
         self,
