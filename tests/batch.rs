@@ -103,6 +103,7 @@ fn near_many_by_scan_answers_as_query_by_query() {
     let c = 0x1234_5678_9abc_def0u64;
     stored.extend([c, c ^ 1 << 63, c ^ 0b11, c ^ 0b111]);
     batch.extend([c, c ^ 1, c]);
+    let sset: BTreeSet<u64> = stored.iter().copied().collect();
     for (design, block) in [("4", 128), ("10", 256), ("20", 128), ("m4c2r1", 128)] {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = build(&dir.path().join("i"), &stored, design, block);
@@ -115,13 +116,11 @@ fn near_many_by_scan_answers_as_query_by_query() {
             let probed = idx.near_many(&batch, k).unwrap();
             assert_eq!(scanned, probed, "design {design} k {k}");
             for (i, &q) in batch.iter().enumerate() {
-                let mut want: Vec<(u32, u64)> = stored
+                let mut want: Vec<(u32, u64)> = brute_pairs(&BTreeSet::from([q]), &sset, k)
                     .iter()
-                    .map(|&f| ((f ^ q).count_ones(), f))
-                    .filter(|&(d, _)| d <= k)
+                    .map(|p| (p.distance, p.stored))
                     .collect();
                 want.sort_unstable();
-                want.dedup();
                 let got: Vec<(u32, u64)> = scanned
                     .get(i)
                     .iter()
