@@ -109,12 +109,27 @@ fn near_many_by_scan_answers_as_query_by_query() {
         let mut idx = build(&dir.path().join("i"), &stored, design, block);
         for k in 0..=3 {
             idx.use_scan(Some(true));
-            let before = idx.counters().queries;
+            let c0 = idx.counters();
             let scanned = idx.near_many(&batch, k).unwrap();
-            assert_eq!(idx.counters().queries - before, batch.len() as u64);
+            let c1 = idx.counters();
             idx.use_scan(Some(false));
             let probed = idx.near_many(&batch, k).unwrap();
+            let c2 = idx.counters();
             assert_eq!(scanned, probed, "design {design} k {k}");
+            // Queries, probes and candidates count the same either way (blocks and keys are
+            // what each path decoded).
+            assert_eq!(c1.queries - c0.queries, batch.len() as u64);
+            assert_eq!(c1.queries - c0.queries, c2.queries - c1.queries);
+            assert_eq!(
+                c1.probes - c0.probes,
+                c2.probes - c1.probes,
+                "design {design}"
+            );
+            assert_eq!(
+                c1.candidates - c0.candidates,
+                c2.candidates - c1.candidates,
+                "design {design} k {k}"
+            );
             for (i, &q) in batch.iter().enumerate() {
                 let mut want: Vec<(u32, u64)> = brute_pairs(&BTreeSet::from([q]), &sset, k)
                     .iter()

@@ -395,7 +395,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 
     /// [`near_many`](Index::near_many) by the batch scan ([`batch_near`](Self::batch_near)'s
     /// pairs, regrouped): the same answers, each query's matches by distance, then
-    /// fingerprint, and the same counters (the blocks and keys the scan decoded).
+    /// fingerprint, and the same counters (queries, probes and candidates as query by query
+    /// counts them; the blocks and keys the scan decoded).
     pub(crate) fn near_many_by_scan(
         &self,
         fps: &[u64],
@@ -426,13 +427,21 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             matches: Vec::with_capacity(runs.iter().map(|r| r.1).sum()),
         };
         out.offsets.push(0);
+        let design = self.design();
+        let mut candidates = 0u64;
         for &(from, len) in &runs {
             let start = out.matches.len();
-            out.matches
-                .extend(r.pairs[from..from + len].iter().map(|p| Match {
+            for p in &r.pairs[from..from + len] {
+                // Counted as query by query counts them: once in every table whose probes
+                // reach the pair (the scan reported it from the first of them only).
+                candidates += (0..self.tables.len())
+                    .filter(|&j| design.table_covers(j, p.batch ^ p.stored))
+                    .count() as u64;
+                out.matches.push(Match {
                     distance: p.distance,
                     fingerprint: p.stored,
-                }));
+                });
+            }
             out.matches[start..].sort_unstable();
             out.offsets.push(out.matches.len());
         }
@@ -440,7 +449,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
             probes: fps.len() as u64 * self.probes_per_query,
             blocks,
             keys: r.keys_scanned,
-            candidates: r.pairs.len() as u64,
+            candidates,
         };
         self.counters.add(fps.len() as u64, &work);
         Ok(out)
