@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod bucket;
 pub mod build;
+mod counters;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod lanes_tests;
 internal_mod!(manifest);
@@ -32,9 +33,9 @@ use manifest::{MANIFEST_NAME, Manifest};
 
 pub use batch::{BatchOptions, BatchResult, Pair, Shard, self_join};
 pub use build::{BuildOptions, BuildSummary, DesignChoice, build};
+use counters::AtomicCounters;
 pub use probe::Match;
 pub(crate) use probe::Prober;
-use query::AtomicCounters;
 pub use query::{NearMany, QueryCounters};
 
 /// Sizes of an index.
