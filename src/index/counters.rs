@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+#[cfg(doc)]
+use super::Index;
 use super::probe::Work;
 
 /// Counters of an open [`Index`] (or a store's generations), since it was opened: what the
