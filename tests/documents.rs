@@ -356,3 +356,73 @@ fn refusals() {
     }
     assert!(s.ids_of(0xfeed).unwrap().is_empty());
 }
+
+/// A crc-valid log record that its writer would never log is refused at open, naming the log
+/// and the record, not replayed into a store that could then never compact it: a document
+/// with an empty key, with a sketch of another size than the store's, or any document in a
+/// store of raw fingerprints.
+#[test]
+fn logged_documents_that_do_not_fit_the_store_are_refused_at_open() {
+    use simdex::store::DocMeta;
+    use simdex::store::wal::{Put, Record, encode_record, file_name};
+    let sketch = SketchShape::default().bytes();
+    let put = |key: Option<&str>, sketch: usize| Put {
+        fingerprint: 0xabc,
+        id: 5,
+        replaces: false,
+        doc: DocMeta {
+            key: key.map(Arc::from),
+            sketch: vec![1u8; sketch].into(),
+        },
+    };
+    // Append `rec` to the live log of the store in `dir`, as a writer would frame it.
+    let append = |dir: &std::path::Path, rec: &Record| {
+        let log = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("wal-"))
+            .max()
+            .unwrap();
+        assert_eq!(log, file_name(0));
+        let path = dir.join(&log);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend(encode_record(rec, bytes.len() as u64));
+        std::fs::write(&path, bytes).unwrap();
+    };
+    let cases = [
+        (true, put(Some(""), sketch), "a string id of 0 bytes"),
+        (true, put(None, sketch + 1), "a sketch of"),
+        (
+            false,
+            put(None, sketch),
+            "documents in a store of raw fingerprints",
+        ),
+    ];
+    for (docs, p, why) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        let opts = CreateOptions::default().with_k(3);
+        let opts = if docs {
+            opts.with_recipe(Some(counts_recipe()))
+        } else {
+            opts
+        };
+        Store::create(&dir, &opts).unwrap();
+        // A record that fits replays (the control).
+        if docs {
+            append(&dir, &Record::Docs(vec![put(Some("k"), sketch)]));
+            let s = Store::open(&dir, &StoreOptions::default()).unwrap();
+            assert_eq!(s.ids_of(0xabc).unwrap(), [5]);
+        }
+        append(&dir, &Record::Docs(vec![p]));
+        let Err(err) = Store::open(&dir, &StoreOptions::default()) else {
+            panic!("a misfit record was replayed ({why})");
+        };
+        let err = err.to_string();
+        assert!(err.contains(why), "{err}");
+        assert!(
+            err.contains("log record") && err.contains(&file_name(0)),
+            "{err}"
+        );
+    }
+}

@@ -182,7 +182,7 @@ impl<W: Write + Seek> DocsWriter<W> {
 }
 
 /// Check a document's key and sketch against the store's limits.
-fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
+pub(crate) fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
     if doc.sketch.len() != sketch_bytes {
         return Err(Error::InvalidArgument(format!(
             "a sketch of {} bytes where the store keeps {sketch_bytes}",
@@ -287,6 +287,8 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             let tag = get_varint(s, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
             let key = match tag {
                 0 => None,
+                // A key of 1 to 2048 bytes, as the writer checks (`check_meta`).
+                1 => return Err(bad("an empty key")),
                 t if t - 1 > MAX_KEY_BYTES as u64 => return Err(bad("an over-long key")),
                 t => {
                     let k = s
@@ -454,5 +456,29 @@ mod tests {
             sketch: vec![0; 3].into(),
         };
         assert!(w.add(9, &short).is_err());
+    }
+
+    /// A key of 0 bytes (tag 1) is refused even under a good crc (found by the `doc_map`
+    /// fuzz target: it verified, yet the writer refuses such a key).
+    #[test]
+    fn an_empty_key_is_refused_even_under_a_good_crc() {
+        let docs = [(7u64, meta(&[0xab; 4], Some("k")))];
+        let good = build_bytes(&docs, 4).unwrap();
+        let (block, bs) = (HEADER_LEN, DOCS_BLOCK_SIZE as usize);
+        // The entry: varint(7), 4 sketch bytes, the tag (2), the key's one byte.
+        let tag = block + 8 + 1 + 4;
+        assert_eq!((good[tag], good[tag + 1]), (2, b'k'));
+        let mut b = good.clone();
+        b[tag] = 1;
+        b[tag + 1] = 0;
+        b[block + 4] -= 1;
+        let crc = crate::checksum::crc_at(block as u64, &b[block..block + bs - 4]);
+        b[block + bs - 4..block + bs].copy_from_slice(&crc.to_le_bytes());
+        let m = DocMap::from_bytes(&b[..]).unwrap();
+        let err = m.verify().unwrap_err().to_string();
+        assert!(err.contains("an empty key"), "{err}");
+        assert!(m.get(7).is_err());
+        let m = DocMap::from_bytes(&good[..]).unwrap();
+        assert_eq!(m.get(7).unwrap().unwrap().key.as_deref(), Some("k"));
     }
 }

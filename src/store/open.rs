@@ -266,7 +266,22 @@ impl Store {
             let path = dir.join(wal::file_name(n));
             let bytes = std::fs::read(&path).map_err(|e| Error::io(path.clone(), "read", e))?;
             let c = wal::parse(&bytes, n).map_err(|e| e.with_path(&path))?;
-            for r in &c.records {
+            for (i, r) in c.records.iter().enumerate() {
+                check_record(r, sketch).map_err(|why| {
+                    // The record's offset, found again only on this rare path.
+                    let at = c.records[..i]
+                        .iter()
+                        .map(|r| wal::encode_record(r, 0).len() as u64)
+                        .sum::<u64>()
+                        + wal::WAL_HEADER_LEN as u64;
+                    Error::corrupt(
+                        format!("log record {i}"),
+                        at,
+                        "a record this store's writer would log",
+                        why,
+                    )
+                    .with_path(&path)
+                })?;
                 apply(&mut active, r);
             }
             recovery.logs += 1;
@@ -367,4 +382,21 @@ pub(crate) fn log_numbers(dir: &Path) -> Result<Vec<u64>> {
     }
     out.sort_unstable();
     Ok(out)
+}
+
+/// Whether a logged record fits the store it replays into, as its writer checked before logging
+/// it: documents only in a document store, each with a sketch of the store's size and a key, if
+/// any, of 1 to 2048 bytes. A record that does not (a crc-valid record of another writer) would
+/// replay, but no compaction could write its documents: the store would be stuck.
+fn check_record(r: &wal::Record, sketch: Option<usize>) -> std::result::Result<(), String> {
+    let wal::Record::Docs(puts) = r else {
+        return Ok(());
+    };
+    let Some(sketch) = sketch else {
+        return Err("documents in a store of raw fingerprints".into());
+    };
+    for p in puts {
+        super::docs::check_meta(&p.doc, sketch).map_err(|e| format!("document {}: {e}", p.id))?;
+    }
+    Ok(())
 }
