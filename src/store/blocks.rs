@@ -10,6 +10,7 @@
 //! Each map encodes its own entries and header; this module frames them.
 
 use std::io::{Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
@@ -173,11 +174,15 @@ pub fn read_block<'a>(
     what: &str,
     block_size: u32,
     i: usize,
+    checked: &Checked,
 ) -> Result<(u32, &'a [u8], u64)> {
     let bs = block_size as usize;
     let off = HEADER_LEN + i * bs;
     let blk = &b[off..off + bs];
-    check_crc(|| format!("{what} block {i} crc32"), off as u64, blk)?;
+    let first_read = !checked.is_set(i);
+    if first_read {
+        check_crc(|| format!("{what} block {i} crc32"), off as u64, blk)?;
+    }
     let count = LE::read_u32(&blk[0..4]);
     let used = LE::read_u32(&blk[4..8]) as usize;
     if count == 0 || used > bs - BLOCK_OVERHEAD {
@@ -188,15 +193,44 @@ pub fn read_block<'a>(
             "a bad count or used length",
         ));
     }
-    // The padding is zero, as the writer leaves it: a block reads one way only (no cheaper
-    // than the crc just checked over the same bytes).
-    if let Some(at) = blk[8 + used..bs - 4].iter().position(|&x| x != 0) {
-        return Err(Error::corrupt(
-            format!("{what} block {i} padding"),
-            (off + 8 + used + at) as u64,
-            "zero bytes after the entry stream",
-            format!("{:#04x}", blk[8 + used + at]),
-        ));
+    if first_read {
+        // The padding is zero, as the writer leaves it: a block reads one way only (no
+        // cheaper than the crc just checked over the same bytes).
+        if let Some(at) = blk[8 + used..bs - 4].iter().position(|&x| x != 0) {
+            return Err(Error::corrupt(
+                format!("{what} block {i} padding"),
+                (off + 8 + used + at) as u64,
+                "zero bytes after the entry stream",
+                format!("{:#04x}", blk[8 + used + at]),
+            ));
+        }
+        checked.set(i);
     }
     Ok((count, &blk[8..8 + used], off as u64))
+}
+
+/// The blocks of a map whose crc and padding this reader has checked: each block is checked
+/// on its first read only, as a table's blocks are (a published map is never modified in
+/// place). Checking a 4 KiB block on every lookup was most of an id lookup's cost, and an id
+/// lookup most of a store query's (BENCHMARKS.md, issue 29 part 16). One bit a block.
+#[derive(Debug)]
+pub struct Checked(Box<[AtomicU64]>);
+
+impl Checked {
+    /// None of `blocks` blocks checked yet.
+    pub fn new(blocks: u64) -> Checked {
+        Checked(
+            (0..blocks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+
+    fn is_set(&self, i: usize) -> bool {
+        self.0[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    fn set(&self, i: usize) {
+        self.0[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
+    }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
-use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
+use super::blocks::{BlockWriter, Checked, HEADER_LEN, read_block, read_footer};
 use super::ids::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
@@ -204,6 +204,8 @@ pub(crate) fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
 #[derive(Debug)]
 pub struct DocMap<D> {
     data: D,
+    /// The blocks checked so far.
+    checked: Checked,
     header: Header,
     first_ids: Vec<u64>,
 }
@@ -234,6 +236,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         let first_ids = read_footer(b, "document map", "id", header.block_size, header.blocks, true)?;
         Ok(DocMap {
             data,
+            checked: Checked::new(header.blocks),
             header,
             first_ids,
         })
@@ -262,7 +265,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         mut f: impl FnMut(u64, &[u8], Option<&str>) -> bool,
     ) -> Result<bool> {
         let (count, s, off) =
-            read_block(self.data.as_ref(), "document map", self.header.block_size, i)?;
+            read_block(self.data.as_ref(), "document map", self.header.block_size, i, &self.checked)?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("document map block {i}"),
