@@ -210,10 +210,10 @@ fn work(c: &simdex::index::QueryCounters) -> [u64; 4] {
     [c.probes, c.blocks_decoded, c.keys_decoded, c.candidates]
 }
 
-/// Queries against a store: matches carry their document ids. Queries go in batches over all
-/// cores, as an index's do; `--timing` reports the store's tables' work.
+/// Queries against a store: matches carry their document ids. Queries go in batches to
+/// `Store::near_many`, sized as an index's are (its live generation's), over all cores;
+/// `--timing` reports the store's tables' work.
 fn run_store(a: Args) -> Result<()> {
-    use rayon::prelude::*;
     let opened = std::time::Instant::now();
     let opts = StoreOptions::default().with_populate(a.populate);
     let store = crate::util::open_store_read_only_with(&a.dir, &opts)?;
@@ -223,26 +223,24 @@ fn run_store(a: Args) -> Result<()> {
         a.k.unwrap_or_else(|| store.generation().index().design().k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
-    let mut batch = Vec::with_capacity(BATCH);
+    let size = index_batch(store.generation().index().len());
+    let mut batch = Vec::new();
     let (before, mut asked) = (work(&store.counters().queries), 0u64);
-    while next_batch(&mut input, &mut batch, BATCH)? {
+    while next_batch(&mut input, &mut batch, size)? {
         asked += batch.len() as u64;
         let t0 = std::time::Instant::now();
-        let results: Vec<Vec<simdex::StoreMatch>> = batch
-            .par_iter()
-            .map(|&q| store.near(q, k))
-            .collect::<Result<_>>()?;
+        let results = store.near_many(&batch, k)?;
         query_time += t0.elapsed();
-        for (q, ms) in batch.iter().zip(results) {
-            write_matches(
-                &mut w,
-                a.json,
-                *q,
-                ms.into_iter().map(|m| {
-                    let ids: Vec<String> = m.ids.iter().map(|i| i.to_string()).collect();
-                    (m.fingerprint, m.distance, Some(ids.join(",")))
-                }),
-            )?;
+        for (i, q) in batch.iter().enumerate() {
+            let rows = &results.rows[results.offsets[i]..results.offsets[i + 1]];
+            // A fingerprint's rows (one an id) are adjacent: one match with its ids.
+            let matches = rows
+                .chunk_by(|a, b| a.fingerprint == b.fingerprint)
+                .map(|run| {
+                    let ids: Vec<String> = run.iter().map(|r| r.id.to_string()).collect();
+                    (run[0].fingerprint, run[0].distance, Some(ids.join(",")))
+                });
+            write_matches(&mut w, a.json, *q, matches)?;
         }
     }
     crate::util::flush(&mut w)?;

@@ -69,6 +69,19 @@ pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     get_varint_bytewise(buf, pos)
 }
 
+/// Pass over a varint at `*pos` as [`get_varint`] would read it (`None` where it would).
+#[inline(always)]
+pub(crate) fn skip_varint(buf: &[u8], pos: &mut usize) -> Option<()> {
+    if let Some(w) = buf.get(*pos..*pos + 8) {
+        let ends = !u64::from_le_bytes(w.try_into().unwrap_or_default()) & 0x8080_8080_8080_8080;
+        if ends != 0 {
+            *pos += (ends.trailing_zeros() / 8 + 1) as usize;
+            return Some(());
+        }
+    }
+    get_varint_bytewise(buf, pos).map(|_| ())
+}
+
 /// [`get_varint`] a byte at a time: varints of 9 or 10 bytes, and the last bytes of a buffer.
 fn get_varint_bytewise(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
@@ -323,8 +336,21 @@ impl<D: AsRef<[u8]>> IdMap<D> {
     }
 
     /// Decode block `i`, calling `f(fp, id)` for each pair; stop early when `f` returns false.
-    fn decode_block(&self, i: usize, mut f: impl FnMut(u64, u64) -> bool) -> Result<bool> {
-        let (count, stream, off) = read_block(self.data.as_ref(), "id map", self.header.block_size, i, &self.checked)?;
+    /// The ids of fingerprints for which `skip_id` holds are passed over, not decoded (`None`):
+    /// a lookup decodes only the ids it returns, which halved its work.
+    fn decode_block(
+        &self,
+        i: usize,
+        skip_id: impl Fn(u64) -> bool,
+        mut f: impl FnMut(u64, Option<u64>) -> bool,
+    ) -> Result<bool> {
+        let (count, stream, off) = read_block(
+            self.data.as_ref(),
+            "id map",
+            self.header.block_size,
+            i,
+            &self.checked,
+        )?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("id map block {i}"),
@@ -338,25 +364,36 @@ impl<D: AsRef<[u8]>> IdMap<D> {
         let (mut fp, mut id) = (0u64, 0u64);
         for n in 0..count {
             let d = get_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
-            let v = get_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
+            // The entry's id is a delta from the one before where its fingerprint repeats.
+            let repeat = n > 0 && d == 0;
             if n == 0 {
                 fp = d;
-                id = v;
                 if fp != self.first_fps[i] {
                     return Err(bad("a first fingerprint unlike the array's"));
                 }
-            } else if d == 0 {
-                if v == 0 {
-                    return Err(bad("a repeated pair"));
-                }
-                id = id.checked_add(v).ok_or_else(|| bad("an id overflow"))?;
-            } else {
+            } else if !repeat {
                 fp = fp
                     .checked_add(d)
                     .ok_or_else(|| bad("a fingerprint overflow"))?;
-                id = v;
             }
-            if !f(fp, id) {
+            // (A fingerprint's ids are all decoded or all passed over: `skip_id` sees the
+            // same fingerprint for each.)
+            if skip_id(fp) {
+                skip_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
+                if !f(fp, None) {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let v = get_varint(stream, &mut pos).ok_or_else(|| bad("a truncated varint"))?;
+            if !repeat {
+                id = v;
+            } else if v == 0 {
+                return Err(bad("a repeated pair"));
+            } else {
+                id = id.checked_add(v).ok_or_else(|| bad("an id overflow"))?;
+            }
+            if !f(fp, Some(id)) {
                 return Ok(false);
             }
         }
@@ -378,13 +415,15 @@ impl<D: AsRef<[u8]>> IdMap<D> {
         let mut i = j.saturating_sub(1);
         while i < self.first_fps.len() && self.first_fps[i] <= fp {
             let mut past = false;
-            self.decode_block(i, |f, id| {
-                if f == fp {
-                    out.push(id);
-                }
-                past = f > fp;
-                !past
-            })?;
+            self.decode_block(
+                i,
+                |f| f != fp,
+                |f, id| {
+                    out.extend(id);
+                    past = f > fp;
+                    !past
+                },
+            )?;
             if past {
                 break;
             }
@@ -461,10 +500,14 @@ impl<D: AsRef<[u8]>> Iterator for IdIter<'_, D> {
             self.buf.clear();
             self.pos = 0;
             let buf = &mut self.buf;
-            let r = self.map.decode_block(self.block, |f, id| {
-                buf.push((f, id));
-                true
-            });
+            let r = self.map.decode_block(
+                self.block,
+                |_| false,
+                |f, id| {
+                    buf.extend(id.map(|id| (f, id)));
+                    true
+                },
+            );
             self.block += 1;
             if let Err(e) = r {
                 self.failed = true;
@@ -512,8 +555,12 @@ mod tests {
             let b = &buf[..end];
             for at in 0..=b.len() {
                 let (mut p, mut q) = (at, at);
-                assert_eq!(get_varint(b, &mut p), get_varint_bytewise(b, &mut q), "at {at}");
+                let got = get_varint(b, &mut p);
+                assert_eq!(got, get_varint_bytewise(b, &mut q), "at {at}");
                 assert_eq!(p, q, "at {at} of {end}");
+                let mut r = at;
+                assert_eq!(skip_varint(b, &mut r), got.map(|_| ()), "skip at {at}");
+                assert_eq!(r, p, "skip at {at} of {end}");
             }
         }
         let (mut p, mut all) = (0, Vec::new());

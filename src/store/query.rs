@@ -11,6 +11,10 @@ use super::generation;
 use super::*;
 use crate::error::Result;
 use crate::index::probe::Work;
+use crate::progress::ProgressHandle;
+
+/// Queries of a `near_many` resolved against the delta under one hold of the state lock.
+const RESOLVE_CHUNK: usize = 64;
 
 impl Store {
     /// Every stored fingerprint within `k` of `fp` with its document ids, each fingerprint once,
@@ -58,6 +62,11 @@ impl Store {
             }
         }
         for (i, layer) in layers.iter().enumerate() {
+            // A layer that holds no pairs (the usual active layer of a store that only
+            // serves) has nothing to probe; its deletes were applied above.
+            if layer.pair_count() == 0 {
+                continue;
+            }
             let newer = &layers[i + 1..];
             let mut hits = Vec::new();
             g.index().probe(*layer, fp, k, &mut Work::default(), |m| {
@@ -111,12 +120,28 @@ impl Store {
 
     /// [`near`](Self::near) for many queries on all cores (the current rayon pool), flat: one
     /// row per (query, fingerprint, id), rows of query `i` at `offsets[i]..offsets[i + 1]`.
+    /// The same answers as `near` one query at a time, at less cost: see
+    /// [`near_many_with`](Self::near_many_with).
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<StoreNearMany> {
-        use rayon::prelude::*;
-        let per: Vec<Vec<StoreMatch>> = fps
-            .par_iter()
-            .map(|&fp| self.near(fp, k))
-            .collect::<Result<_>>()?;
+        self.near_many_with(fps, k, &ProgressHandle::none())
+    }
+
+    /// [`near_many`](Self::near_many), stopping with [`Error::Cancelled`](crate::Error) when
+    /// `progress` asks (checked between chunks of queries).
+    ///
+    /// The batch is answered as a batch: the generation's tables by
+    /// [`Index::near_many`](crate::Index::near_many) (the vector lanes' one stream of probes,
+    /// or for a large batch one scan of the tables), the ids of every fingerprint found
+    /// looked up once, in fingerprint order, and then each chunk of queries resolved against
+    /// the delta under one hold of the state lock rather than one a query. A chunk that finds
+    /// its generation replaced by a compaction meanwhile is answered again query by query.
+    pub fn near_many_with(
+        &self,
+        fps: &[u64],
+        k: u32,
+        progress: &ProgressHandle,
+    ) -> Result<StoreNearMany> {
+        let per = self.near_each(fps, k, progress)?;
         let mut out = StoreNearMany {
             offsets: Vec::with_capacity(fps.len() + 1),
             rows: Vec::new(),
@@ -135,6 +160,58 @@ impl Store {
             out.offsets.push(out.rows.len());
         }
         Ok(out)
+    }
+
+    /// Each query's [`near`](Self::near), as [`near_many_with`](Self::near_many_with) finds
+    /// them.
+    fn near_each(
+        &self,
+        fps: &[u64],
+        k: u32,
+        progress: &ProgressHandle,
+    ) -> Result<Vec<Vec<StoreMatch>>> {
+        use rayon::prelude::*;
+        let g = self.generation();
+        let found = g.index().near_many_with(fps, k, progress)?;
+        let mut matched: Vec<u64> = found.matches.iter().map(|m| m.fingerprint).collect();
+        matched.par_sort_unstable();
+        matched.dedup();
+        let ids_path = || g.dir().join(generation::IDS_NAME);
+        let ids: Vec<Vec<u64>> = matched
+            .par_iter()
+            .map(|&f| g.ids().ids_of(f).map_err(|e| e.with_path(&ids_path())))
+            .collect::<Result<_>>()?;
+        let ids_of = |f: u64| match matched.binary_search(&f) {
+            Ok(j) => ids[j].clone(),
+            Err(_) => unreachable!("every fingerprint found was looked up"),
+        };
+        // Chunks in parallel, each resolved under its own hold of the lock, with no parallel
+        // work inside it: a thread that held the lock while waiting for rayon could be given
+        // another query's task that waits for the lock behind a writer waiting for it.
+        let chunks: Vec<Vec<Vec<StoreMatch>>> = fps
+            .par_chunks(RESOLVE_CHUNK)
+            .enumerate()
+            .map(|(c, chunk)| {
+                progress.check()?;
+                let st = self.read_state();
+                if !Arc::ptr_eq(&st.generation, &g) {
+                    drop(st);
+                    return chunk.iter().map(|&fp| self.near(fp, k)).collect();
+                }
+                let first = c * RESOLVE_CHUNK;
+                (first..first + chunk.len())
+                    .map(|i| {
+                        let from_tables = found
+                            .get(i)
+                            .iter()
+                            .map(|m| (m.fingerprint, m.distance, ids_of(m.fingerprint)))
+                            .collect();
+                        self.resolve(&st, fps[i], k, from_tables)
+                    })
+                    .collect()
+            })
+            .collect::<Result<_>>()?;
+        Ok(chunks.into_iter().flatten().collect())
     }
 
     /// True if some stored fingerprint is within `k` of `fp`.

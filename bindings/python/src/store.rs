@@ -20,7 +20,7 @@ use crate::texts::Texts;
 use crate::arrays::{id_array, out, u64_array};
 use crate::errors::{invalid, raise, to_py};
 use crate::index::design_choice;
-use crate::runtime::{Cancel, detached, detached_watched};
+use crate::runtime::{Cancel, LONG_CALL, detached, detached_watched};
 
 /// A store open for reading and (unless read-only) writing.
 #[pyclass(module = "simdex._simdex", name = "Store", frozen)]
@@ -413,9 +413,11 @@ impl PyStore {
         let k = k.map(|k| k.0);
         let arr = u64_array(fingerprints, "fingerprints")?;
         let qs = arr.as_slice()?;
-        let r = with_store(py, self, threads, move |s| {
+        // A long batch watches for Ctrl-C: the library stops between chunks of queries.
+        let long = qs.len() >= LONG_CALL;
+        let r = with_store_watched(py, self, threads, long, move |s, cancel| {
             let k = k.unwrap_or_else(|| s.stats().k);
-            s.near_many(qs, k)
+            s.near_many_with(qs, k, &cancel.progress())
         })?;
         let n = r.rows.len();
         let (mut q, mut f, mut d, mut i) = (

@@ -156,6 +156,30 @@ def test_ctrl_c_stops_a_long_near_many(tmp_path: Path) -> None:
         assert np.array_equal(got[1], want[1][want[0] < 1000])
 
 
+def test_ctrl_c_stops_a_long_store_near_many(tmp_path: Path) -> None:
+    # The store answers a batch through its tables' `near_many` (here by the scan), then
+    # resolves ids and the delta chunk by chunk: it stops soon at an interrupt.
+    n = 500_000
+    fps = _fps(n)
+    s = simdex.Store(tmp_path / "st", create=True, sync="manual", k=3)
+    s.insert(fps, np.arange(n, dtype=np.uint64))
+    s.compact()
+    q = np.concatenate([fps[:300_000] ^ np.uint64(1), _fps(700_000, seed=5)])
+    t0 = time.monotonic()
+    want = s.near_many(q, 3, threads=1)
+    whole = time.monotonic() - t0
+    assert len(want[0]) == 300_000
+    t0 = time.monotonic()
+    _interrupt_after(0.05)
+    with pytest.raises(KeyboardInterrupt):
+        s.near_many(q, 3, threads=1)
+    took = time.monotonic() - t0
+    assert took < 0.05 + whole / 2, (took, whole)
+    got = s.near_many(q[:1000], 3)
+    assert np.array_equal(got[3], want[3][want[0] < 1000])
+    s.close()
+
+
 def test_ctrl_c_stops_hash_and_dedup_of_many_texts() -> None:
     texts = [f"document number {i} with a few words of text in it, {i % 977}" for i in range(1_500_000)]
     t0 = time.monotonic()

@@ -236,7 +236,11 @@ class Store:
     def near_many(
         self, fingerprints: _U64, k: int | None = None, *, threads: int | None = None
     ) -> tuple[_I64, _U64, _U32, _U64]:
-        """(query_index, fingerprint, distance, id) rows of every query, by query."""
+        """(query_index, fingerprint, distance, id) rows of every query, by query.
+
+        The batch is answered as one: the tables as ``Index.near_many`` answers them, the
+        ids of every fingerprint found looked up once. Ctrl-C stops a long call soon
+        (KeyboardInterrupt)."""
     def ids_of(self, fingerprint: int) -> _U64:
         """Ids stored with exactly ``fingerprint``."""
     def compact(self) -> bool:
