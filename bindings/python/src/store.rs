@@ -79,6 +79,11 @@ fn with_store_watched<T: Send>(
     r.ok_or_else(|| closed(path))
 }
 
+/// The k a query without one is answered at: the live generation's design's.
+fn default_k(s: &Store) -> u32 {
+    s.generation().index().design().k()
+}
+
 fn closed(path: &std::path::Path) -> PyErr {
     raise("Error", format!("{}: the store is closed", path.display()))
 }
@@ -382,15 +387,18 @@ impl PyStore {
         k: Option<Distance>,
     ) -> PyResult<Rows<'py>> {
         let k = k.map(|k| k.0);
+        // One query: `Store::near` on this thread, without the batch's parallel steps; the
+        // default k from the design, not from `stats` (which lists the store's logs).
         let r = with_store(py, self, None, move |s| {
-            let k = k.unwrap_or_else(|| s.stats().k);
-            s.near_many(&[fingerprint], k)
+            s.near(fingerprint, k.unwrap_or_else(|| default_k(s)))
         })?;
         let (mut f, mut d, mut i) = (Vec::new(), Vec::new(), Vec::new());
-        for row in r.rows {
-            f.push(row.fingerprint);
-            d.push(row.distance);
-            i.push(row.id);
+        for m in r {
+            for id in m.ids {
+                f.push(m.fingerprint);
+                d.push(m.distance);
+                i.push(id);
+            }
         }
         Ok((out(py, f), out(py, d), out(py, i)))
     }
@@ -416,8 +424,7 @@ impl PyStore {
         // A long batch watches for Ctrl-C: the library stops between chunks of queries.
         let long = qs.len() >= LONG_CALL;
         let r = with_store_watched(py, self, threads, long, move |s, cancel| {
-            let k = k.unwrap_or_else(|| s.stats().k);
-            s.near_many_with(qs, k, &cancel.progress())
+            s.near_many_with(qs, k.unwrap_or_else(|| default_k(s)), &cancel.progress())
         })?;
         let n = r.rows.len();
         let (mut q, mut f, mut d, mut i) = (

@@ -223,6 +223,13 @@ def test_store_round_trip_threads_and_errors(tmp_path: Path) -> None:
         assert seen
         s.delete(np.array([0, 1], dtype=np.uint64))
         assert s.compact() in (True, False)
+        # One query answers as a batch does, row for row, at the default k and at each k.
+        for k in (None, 0, 2, 3):
+            bq, bf, bd, bi = s.near_many(fps[:30], k)
+            for n in range(30):
+                rows = bq == n
+                one = s.near(int(fps[n]), k)
+                assert [x.tolist() for x in one] == [bf[rows].tolist(), bd[rows].tolist(), bi[rows].tolist()]
         f, d, i = s.near(int(fps[2]))
         want_ids = {int(x) for x in ids[fps == fps[2]]}
         assert want_ids <= set(i.tolist())
