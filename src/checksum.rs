@@ -6,6 +6,8 @@
 //! Also the mixer of the order-independent set digests that `verify` compares (a table's keys
 //! against its generation's id map): a sum of [`mix64`] of every member.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::error::{Error, Result};
@@ -48,4 +50,40 @@ pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The blocks of a file whose crc (and whatever else is checked with it) this reader has
+/// checked, one bit a block: a block is checked the first time it is read and not again, the
+/// bytes being immutable while the file is open. A table's blocks and an id or document map's
+/// share it; checking a map's 4 KiB block on every lookup was most of a store query's cost
+/// (BENCHMARKS.md, issue 29 part 16).
+#[derive(Debug)]
+pub struct Checked(Box<[AtomicU64]>);
+
+impl Checked {
+    /// None of `blocks` blocks checked yet.
+    pub fn new(blocks: u64) -> Checked {
+        Checked(
+            (0..blocks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+
+    /// Whether block `i` (in range) has been checked.
+    #[inline]
+    pub fn is_set(&self, i: u64) -> bool {
+        self.0[(i / 64) as usize].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    /// Mark block `i` (in range) checked.
+    #[inline]
+    pub fn set(&self, i: u64) {
+        self.0[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
+    }
+
+    /// Bytes of the bitmap.
+    pub fn heap_bytes(&self) -> usize {
+        self.0.len() * 8
+    }
 }

@@ -10,10 +10,10 @@
 //! Each map encodes its own entries and header; this module frames them.
 
 use std::io::{Seek, SeekFrom, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use crate::checksum::Checked;
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
 
@@ -179,7 +179,7 @@ pub fn read_block<'a>(
     let bs = block_size as usize;
     let off = HEADER_LEN + i * bs;
     let blk = &b[off..off + bs];
-    let first_read = !checked.is_set(i);
+    let first_read = !checked.is_set(i as u64);
     if first_read {
         check_crc(|| format!("{what} block {i} crc32"), off as u64, blk)?;
     }
@@ -204,33 +204,7 @@ pub fn read_block<'a>(
                 format!("{:#04x}", blk[8 + used + at]),
             ));
         }
-        checked.set(i);
+        checked.set(i as u64);
     }
     Ok((count, &blk[8..8 + used], off as u64))
-}
-
-/// The blocks of a map whose crc and padding this reader has checked: each block is checked
-/// on its first read only, as a table's blocks are (a published map is never modified in
-/// place). Checking a 4 KiB block on every lookup was most of an id lookup's cost, and an id
-/// lookup most of a store query's (BENCHMARKS.md, issue 29 part 16). One bit a block.
-#[derive(Debug)]
-pub struct Checked(Box<[AtomicU64]>);
-
-impl Checked {
-    /// None of `blocks` blocks checked yet.
-    pub fn new(blocks: u64) -> Checked {
-        Checked(
-            (0..blocks.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-        )
-    }
-
-    fn is_set(&self, i: usize) -> bool {
-        self.0[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
-    }
-
-    fn set(&self, i: usize) {
-        self.0[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
-    }
 }

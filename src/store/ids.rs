@@ -20,7 +20,8 @@ use std::path::Path;
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
-use super::blocks::{BlockWriter, Checked, read_block, read_footer};
+use super::blocks::{BlockWriter, read_block, read_footer};
+use crate::checksum::Checked;
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
 
@@ -55,41 +56,58 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// where the loop below took a branch a byte (an id lookup decodes a few hundred).
 #[inline(always)]
 pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    if let Some(w) = buf.get(*pos..*pos + 8) {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        let ends = !w & 0x8080_8080_8080_8080;
-        if ends != 0 {
-            let len = ends.trailing_zeros() / 8 + 1;
-            if len > 1 && (w >> (8 * (len - 1))) as u8 == 0 {
-                return None;
-            }
+    match in_window(buf, *pos) {
+        Window::Ends(w, len) => {
             let x = w & (u64::MAX >> (64 - 8 * len)) & 0x7f7f_7f7f_7f7f_7f7f;
             let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
             let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
             let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
             *pos += len as usize;
-            return Some(x);
+            Some(x)
         }
+        Window::NotMinimal => None,
+        Window::Beyond => get_varint_bytewise(buf, pos),
     }
-    get_varint_bytewise(buf, pos)
 }
 
 /// Pass over a varint at `*pos` as [`get_varint`] would read it (`None` where it would).
 #[inline(always)]
 pub(crate) fn skip_varint(buf: &[u8], pos: &mut usize) -> Option<()> {
-    if let Some(w) = buf.get(*pos..*pos + 8) {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        let ends = !w & 0x8080_8080_8080_8080;
-        if ends != 0 {
-            let len = ends.trailing_zeros() / 8 + 1;
-            if len > 1 && (w >> (8 * (len - 1))) as u8 == 0 {
-                return None;
-            }
+    match in_window(buf, *pos) {
+        Window::Ends(_, len) => {
             *pos += len as usize;
-            return Some(());
+            Some(())
         }
+        Window::NotMinimal => None,
+        Window::Beyond => get_varint_bytewise(buf, pos).map(|_| ()),
     }
-    get_varint_bytewise(buf, pos).map(|_| ())
+}
+
+/// What the 8 bytes at a varint's start say of it: the one rule of the one-load decoders.
+enum Window {
+    /// It ends within them: the 8 bytes (little-endian) and its length.
+    Ends(u64, u32),
+    /// It ends within them, in a last byte of 0 after others: not minimal.
+    NotMinimal,
+    /// It does not end within them, or fewer than 8 bytes are left: read it byte by byte.
+    Beyond,
+}
+
+#[inline(always)]
+fn in_window(buf: &[u8], pos: usize) -> Window {
+    let Some(w) = buf.get(pos..pos + 8) else {
+        return Window::Beyond;
+    };
+    let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+    let ends = !w & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return Window::Beyond;
+    }
+    let len = ends.trailing_zeros() / 8 + 1;
+    if len > 1 && (w >> (8 * (len - 1))) as u8 == 0 {
+        return Window::NotMinimal;
+    }
+    Window::Ends(w, len)
 }
 
 /// [`get_varint`] a byte at a time: varints of 9 or 10 bytes, and the last bytes of a buffer.

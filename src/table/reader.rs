@@ -5,8 +5,8 @@
 //! the one block a lookup decodes. Blocks are checked (crc32) and decoded only when a query
 //! reaches them; [`Table::verify`] is the separate full pass.
 
+use crate::checksum::Checked;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
@@ -30,9 +30,8 @@ pub struct Table<D> {
     decode: DecodeTable,
     last_keys: Vec<u64>,
     directory: Directory,
-    /// One bit per block: its crc32 has been checked. A block is checked the first time it is
-    /// read and not again by this reader (the bytes are immutable while it is open).
-    crc_checked: Box<[AtomicU64]>,
+    /// The blocks whose crc32 this reader has checked (on their first read).
+    crc_checked: Checked,
     /// Every block's crc has been checked (a populated or in-memory reader): the probes'
     /// plans then skip the bitmap above, whose line, at 1B keys one of 5.5 MB of bitmaps,
     /// is one more likely cache miss in the round that prefetches the blocks.
@@ -147,7 +146,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         if !self.crc_is_checked(i) {
             block::check_crc(self.block_bytes(i), i, self.block_offset(i))
                 .map_err(|e| self.attach(e))?;
-            self.crc_checked[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
+            self.crc_checked.set(i);
         }
         Ok(())
     }
@@ -241,7 +240,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
         let codec = header.codec;
         let decode = DecodeTable::new(&code, |s| codec.suffix_bits(s));
-        let crc_checked = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let crc_checked = Checked::new(n);
         let directory = Directory::new(&last_keys);
         Ok(Table {
             data,
@@ -344,7 +343,7 @@ impl<D: AsRef<[u8]>> Table<D> {
             memory_bytes: (self.last_keys.capacity() * 8
                 + self.directory.heap_bytes()
                 + self.decode.heap_bytes()
-                + self.crc_checked.len() * 8) as u64,
+                + self.crc_checked.heap_bytes()) as u64,
         }
     }
 

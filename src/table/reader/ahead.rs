@@ -3,8 +3,6 @@
 //! the kernel for blocks not in memory), and the block search split into those rounds. No
 //! hint changes a result.
 
-use std::sync::atomic::Ordering;
-
 use super::Table;
 use crate::table::directory::NO_SLOT;
 use crate::table::segment::{Entry, Shape};
@@ -117,8 +115,7 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// Whether block `i`'s crc32 has been checked by this reader.
     #[inline]
     pub(super) fn crc_is_checked(&self, i: u64) -> bool {
-        self.all_checked
-            || self.crc_checked[(i / 64) as usize].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+        self.all_checked || self.crc_checked.is_set(i)
     }
 
     /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
