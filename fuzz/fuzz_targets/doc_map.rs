@@ -9,14 +9,10 @@ use simdex::store::docs::{DocMap, build_bytes};
 mod reseal;
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&flags, data)) = input.split_first() else {
+    // The block count sits at bytes 24..32 of a document map's header.
+    let Some(data) = reseal::map_bytes(input, 24) else {
         return;
     };
-    let mut data = data.to_vec();
-    if flags & 1 == 1 {
-        // The block count sits at bytes 24..32 of a document map's header.
-        reseal::reseal(&mut data, 24);
-    }
     let data = &data[..];
     let Ok(m) = DocMap::from_bytes(data) else {
         return;

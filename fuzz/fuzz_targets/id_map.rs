@@ -9,14 +9,10 @@ use simdex::store::ids::{IdMap, build_bytes};
 mod reseal;
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&flags, data)) = input.split_first() else {
+    // The block count sits at bytes 32..40 of an id map's header.
+    let Some(data) = reseal::map_bytes(input, 32) else {
         return;
     };
-    let mut data = data.to_vec();
-    if flags & 1 == 1 {
-        // The block count sits at bytes 32..40 of an id map's header.
-        reseal::reseal(&mut data, 32);
-    }
     let data = &data[..];
     let Ok(m) = IdMap::from_bytes(data) else {
         return;

@@ -5,6 +5,17 @@
 
 use simdex::checksum::crc_at;
 
+/// A fuzz input as a map's bytes: a flag byte, then the bytes, resealed (see [`reseal`]) where
+/// the flag's low bit is set; `None` for an empty input.
+pub fn map_bytes(input: &[u8], blocks_at: usize) -> Option<Vec<u8>> {
+    let (&flags, data) = input.split_first()?;
+    let mut data = data.to_vec();
+    if flags & 1 == 1 {
+        reseal(&mut data, blocks_at);
+    }
+    Some(data)
+}
+
 /// Reseal `b` in place: the header's crc, then, where `b` is as long as the header's block
 /// size and count (read at `blocks_at`) say, every block's and the first-key array's.
 pub fn reseal(b: &mut [u8], blocks_at: usize) {
