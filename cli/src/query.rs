@@ -35,8 +35,11 @@ pub struct Args {
     #[arg(long)]
     pub populate: bool,
     /// Read the whole index into memory (huge pages where the kernel allows) and check every
-    /// block's checksum before the first query: the fastest queries on a large index, at the
-    /// cost of its size in RAM and the read time. Indexes only, not stores.
+    /// block's checksum before the first query: immune to files changed underneath and to the
+    /// page cache's evictions, at the cost of its size in RAM and the read time. Queries are as
+    /// fast as with --populate where the kernel maps the files in 2 MiB pages (a fresh build on
+    /// ext4, Linux 6.18: 1.1x faster than in memory at 1B), and faster where it cannot.
+    /// Indexes only, not stores.
     #[arg(long, conflicts_with = "populate")]
     pub in_memory: bool,
 }

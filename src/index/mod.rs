@@ -217,9 +217,10 @@ impl Index<Vec<u8>> {
     ///
     /// Every block's crc32 is checked here, once, and the tables are held in huge pages where
     /// the kernel allows ([`Table::open_in_memory`]): a mapped index instead checks each block
-    /// the first time a query reads it, and at 100M keys and more its probes also miss the TLB.
-    /// For services that query one large index for long (BENCHMARKS.md: queries 1.2x faster
-    /// at 10M keys and 1.5-1.8x at 100M than a fresh mapped reader's).
+    /// the first time a query reads it, and where the kernel maps its files in 4 KiB pages its
+    /// probes also miss the TLB (queries 1.2x faster at 10M keys and 1.5-1.8x at 100M than
+    /// such a reader's). A populated map in 2 MiB pages (a fresh build on ext4) is as fast or
+    /// faster: 1.1x at 1B (BENCHMARKS.md, issue 29 part 17).
     pub fn open_in_memory(dir: impl AsRef<Path>) -> Result<Index<Vec<u8>>> {
         let dir = dir.as_ref();
         let manifest = read_manifest(dir)?;

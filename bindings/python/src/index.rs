@@ -116,7 +116,8 @@ impl PyIndex {
 
     /// Open the index at `path`; `in_memory=True` reads its files into memory instead of
     /// mapping them (immune to files changed underneath; every block's checksum checked at
-    /// open, huge pages where the kernel allows: the fastest queries on a large index);
+    /// open, huge pages where the kernel allows; as fast as `populate=True` where the kernel
+    /// maps the files in 2 MiB pages, faster where it cannot);
     /// `populate=True` maps every page and checks every block at open (no page faults or
     /// first-read checks on the query path).
     #[staticmethod]

@@ -83,8 +83,10 @@ class Index:
         """Open an index (memory-mapped; ``in_memory=True`` reads it into RAM instead).
 
         In memory, every block's checksum is checked at open and the tables are held in huge
-        pages where the kernel allows: the fastest queries on a large index (BENCHMARKS.md),
-        at the cost of its size in RAM and the read time.
+        pages where the kernel allows, safe from files changed underneath and from the page
+        cache's evictions, at the cost of its size in RAM and the read time. Its queries are
+        as fast as ``populate=True``'s where the kernel maps the files in 2 MiB pages (a fresh
+        build, BENCHMARKS.md part 17) and faster where it cannot.
 
         ``populate=True`` reads every table into the page cache and maps all its pages now
         (Linux; ignored elsewhere) and checks every block's checksum: no page faults or
