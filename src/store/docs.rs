@@ -19,7 +19,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
-use super::ids::{get_varint, put_varint};
+use super::varint::{get_varint, put_varint};
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};

@@ -40,6 +40,7 @@ mod pigeonhole;
 internal_mod!(storage);
 mod query;
 mod recipe;
+mod varint;
 internal_mod!(wal);
 mod write;
 
