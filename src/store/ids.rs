@@ -21,9 +21,9 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{BlockWriter, read_block, read_footer};
+use super::varint::{get_varint, put_varint, skip_varint};
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
-use super::varint::{get_varint, put_varint, skip_varint};
 use crate::table::format::{check_crc, crc_at};
 
 /// Magic bytes at the start of an id map.

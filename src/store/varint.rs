@@ -20,8 +20,12 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     match in_window(buf, *pos) {
         Window::Ends(w, len) => {
+            let x = w & (u64::MAX >> (64 - 8 * len)) & 0x7f7f_7f7f_7f7f_7f7f;
+            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+            let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
             *pos += len as usize;
-            Some(pack(w, len))
+            Some(x)
         }
         Window::NotMinimal => None,
         Window::Beyond => get_varint_bytewise(buf, pos),
@@ -39,16 +43,6 @@ pub(crate) fn skip_varint(buf: &[u8], pos: &mut usize) -> Option<()> {
         Window::NotMinimal => None,
         Window::Beyond => get_varint_bytewise(buf, pos).map(|_| ()),
     }
-}
-
-/// The value of a varint of `len` bytes (1..=8) at the start of `w` (little-endian): its
-/// 7-bit groups packed together in three steps.
-#[inline(always)]
-fn pack(w: u64, len: u32) -> u64 {
-    let x = w & (u64::MAX >> (64 - 8 * len)) & 0x7f7f_7f7f_7f7f_7f7f;
-    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
 /// What the 8 bytes at a varint's start say of it: the one rule of the one-load decoders.
