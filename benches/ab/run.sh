@@ -7,10 +7,14 @@
 # target/ab/ as crates of their own (simdex_a, simdex_b), linked into one harness
 # (harness.rs), and run on one pinned core with one thread: every round times A and B back to
 # back on the same BATCH queries (default 10000, 20 rounds), through `near_many` (many, the
-# default) or one `near` call per query (near). It prints both medians and the median of the
-# per-round ratios B/A, which this VM's drifts (up to 2x between processes) move far less than
-# the times themselves. Both must find the same number of matches in every round. INDEX may be
-# DIR_A,DIR_B: the same keys built by A and by B (a layout only B reads).
+# default) or one `near` call per query (near), in an order that alternates round by round.
+# It prints both medians and the median ratio B/A over pairs of rounds (the geometric mean of
+# a pair's two ratios, one with each build first: the build timed second reads what the first
+# left in the caches), which this VM's drifts (up to 2x between processes) move far less than
+# the times themselves; then the median ratio of the rounds B ran first and of those A did.
+# Two runs of one build against itself gave 0.95-1.00: read a B/A within 5% of 1 as level.
+# Both must find the same number of matches in every round. INDEX may be DIR_A,DIR_B: the
+# same keys built by A and by B (a layout only B reads).
 set -euo pipefail
 base=${1:?git revision of build A}
 idx=${2:?index directory}
