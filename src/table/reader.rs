@@ -36,6 +36,8 @@ pub struct Table<D> {
     /// plans then skip the bitmap above, whose line, at 1B keys one of 5.5 MB of bitmaps,
     /// is one more likely cache miss in the round that prefetches the blocks.
     all_checked: bool,
+    /// Its checked blocks' prefetch asks for fewer lines ([`ahead::short_head`]).
+    short_head: bool,
 }
 
 /// Sizes of a table.
@@ -242,6 +244,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         let decode = DecodeTable::new(&code, |s| codec.suffix_bits(s));
         let crc_checked = Checked::new(n);
         let directory = Directory::new(&last_keys);
+        let short_head = ahead::short_head(&header);
         Ok(Table {
             data,
             path: None,
@@ -251,6 +254,7 @@ impl<D: AsRef<[u8]>> Table<D> {
             directory,
             crc_checked,
             all_checked: false,
+            short_head,
         })
     }
 

@@ -101,7 +101,12 @@ impl<D: AsRef<[u8]>> Table<D> {
         let p = block.as_ptr();
         if block.len() >= UNCHECKED_PREFETCH_LINES * 64 {
             if lines == PREFETCH_LINES {
-                prefetch_lines::<PREFETCH_LINES>(p);
+                // Only the head's lines where its skip entries fit in 2 (`short_head`).
+                if self.short_head {
+                    prefetch_lines::<SHORT_HEAD_LINES>(p);
+                } else {
+                    prefetch_lines::<PREFETCH_LINES>(p);
+                }
             } else {
                 prefetch_lines::<UNCHECKED_PREFETCH_LINES>(p);
             }
@@ -156,8 +161,41 @@ impl<D: AsRef<[u8]>> Table<D> {
     }
 }
 
+/// Whether [`Table::prefetch_block`] asks for [`SHORT_HEAD_LINES`] of a table's checked
+/// blocks instead of [`PREFETCH_LINES`]: where its blocks are at least 1 KiB and the skip
+/// entries of a block of its average key count end within those lines. A probe reads a
+/// block's head to find its segment, whose own lines it asks for next (`prefetch_segment`);
+/// the lines after the skip entries hold that segment only for probes that start near the
+/// block's start, and they take fill buffers the query's other misses need. At 1B keys
+/// (format 4, 1 KiB blocks, skip entries of 37-74 bytes) 2 lines took 0.95x the time of 4 on
+/// a 16-core Xeon (part 17); at 100M on the 2-core VM, 0.93-0.98 (part 18, BENCHMARKS.md).
+/// Blocks of 4 KiB (1M and 10M keys) keep 4: their skip entries take 3 lines or more.
+pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
+    use crate::table::format::COMPACT_VERSION;
+    use crate::table::segment as layout;
+    let b = h.block_size;
+    if h.segment_keys == 0
+        || h.version < COMPACT_VERSION
+        || (b as usize) < UNCHECKED_PREFETCH_LINES * 64
+        || h.block_count == 0
+    {
+        return false;
+    }
+    let count = (h.key_count / h.block_count).min(u16::MAX as u64) as u32;
+    let m = count / h.segment_keys;
+    let head = if h.aligned_prefix > 0 {
+        layout::ALIGNED_HEAD_LEN + layout::aligned_entries_len(m, b, count)
+    } else {
+        layout::COMPACT_HEAD_LEN + layout::compact_entries_len(m, b)
+    };
+    head <= SHORT_HEAD_LINES * 64
+}
+
+/// Lines of a short head ([`short_head`]).
+const SHORT_HEAD_LINES: usize = 2;
+
 /// Cache lines of a block prefetched ahead of its decode: all of a 256-byte block (1 or 2
-/// lines measured no faster at 100M keys).
+/// lines measured no faster at 100M keys in part 8; a short head asks for 2, above).
 const PREFETCH_LINES: usize = 4;
 
 /// Cache lines prefetched of a block whose crc this reader has not checked yet: all of a
@@ -207,5 +245,43 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// tables read into the heap).
     pub(crate) fn resident_fraction(&self) -> f64 {
         crate::os::resident_fraction(self.bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_head;
+    use crate::codec::Codec;
+    use crate::permutation::Permutation;
+    use crate::table::format::{Header, version_for};
+
+    /// A header of `keys` keys in blocks of `block_size` bytes, segments of `s` keys aligned
+    /// to `align` prefix bits (format 4; 0: format 3), the block count from `bits` per key.
+    fn header(keys: u64, bits: u64, block_size: u32, s: u32, align: u32) -> Header {
+        Header {
+            codec: Codec::HDelta,
+            block_size,
+            key_count: keys,
+            block_count: (keys * bits).div_ceil(block_size as u64 * 8),
+            permutation: Permutation::identity(),
+            code_lengths: [0; crate::codec::huffman::NUM_SYMBOLS],
+            segment_keys: s,
+            version: version_for(s, align),
+            aligned_prefix: align,
+        }
+    }
+
+    /// Two head lines where part 17 measured them faster (1 KiB blocks at 1B and 100M keys,
+    /// skip entries of ~50 bytes), four where the skip entries run past them (4 KiB blocks at
+    /// 1M and 10M keys), in blocks of at most four lines, or without skip entries.
+    #[test]
+    fn short_heads_where_the_skip_entries_fit_two_lines() {
+        assert!(short_head(&header(1_000_000_000, 39, 1024, 20, 29)));
+        assert!(short_head(&header(100_000_000, 42, 1024, 20, 0)));
+        assert!(!short_head(&header(10_000_000, 45, 4096, 20, 26)));
+        assert!(!short_head(&header(1_000_000, 48, 4096, 8, 22)));
+        assert!(!short_head(&header(1_000_000, 48, 256, 8, 22)));
+        assert!(!short_head(&header(1_000_000, 48, 1024, 0, 0)));
+        assert!(!short_head(&header(0, 48, 1024, 20, 0)));
     }
 }
