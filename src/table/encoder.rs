@@ -316,10 +316,6 @@ impl BlockEncoder {
 
     /// Bytes of `m` skip entries in a block of `count` keys.
     fn entries_len(&self, m: u32, count: u32) -> usize {
-        if self.align > 0 {
-            segment::aligned_entries_len(m, self.block_size, count)
-        } else {
-            segment::compact_entries_len(m, self.block_size)
-        }
+        segment::skip_entries_len(self.align, m, self.block_size, count)
     }
 }

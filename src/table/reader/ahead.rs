@@ -182,13 +182,14 @@ pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
         return false;
     }
     let count = (h.key_count / h.block_count).min(u16::MAX as u64) as u32;
-    let m = count / h.segment_keys;
-    let head = if h.aligned_prefix > 0 {
-        layout::ALIGNED_HEAD_LEN + layout::aligned_entries_len(m, b, count)
-    } else {
-        layout::COMPACT_HEAD_LEN + layout::compact_entries_len(m, b)
-    };
-    head <= SHORT_HEAD_LINES * 64
+    let align = h.aligned_prefix;
+    let lead = layout::Head::Compact {
+        after: None,
+        align: align as u8,
+    }
+    .bytes();
+    lead + layout::skip_entries_len(align, count / h.segment_keys, b, count)
+        <= SHORT_HEAD_LINES * 64
 }
 
 /// Lines of a short head ([`short_head`]).

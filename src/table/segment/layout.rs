@@ -88,6 +88,18 @@ pub fn compact_entries_len(entries: u32, block_size: u32) -> usize {
     packed_len(entries, PARTIAL_BITS + offset_bits(block_size))
 }
 
+/// Bytes of `entries` skip entries of a compact block of `block_size` bytes and `count` keys:
+/// format 3's ([`compact_entries_len`]) where `align` is 0, else format 4's
+/// ([`aligned_entries_len`]). The block writer's rule, and the reader's estimate of a head.
+#[inline]
+pub fn skip_entries_len(align: u32, entries: u32, block_size: u32, count: u32) -> usize {
+    if align > 0 {
+        aligned_entries_len(entries, block_size, count)
+    } else {
+        compact_entries_len(entries, block_size)
+    }
+}
+
 /// Bytes of `entries` bit-packed entries of `bits` bits each, padded to a byte.
 #[inline]
 fn packed_len(entries: u32, bits: u32) -> usize {
