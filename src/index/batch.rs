@@ -159,40 +159,39 @@ pub struct BatchResult {
     pub keys_scanned: u64,
 }
 
-/// The batch sorted under one table's permutation, once per probe flip: entries are
-/// (π(b) XOR flip, π(b)), ascending.
+/// The batch under one table's permutation, XOR each of its probe flips, in one list:
+/// entries (π(b) XOR flip, π(b)), ascending by probe key (the first element: the join reads
+/// no other order, and flip 0's entries, the batch's own keys, come ascending by it). One list
+/// for all flips, not one per flip, so that the join follows one pointer per table whatever
+/// the design's probe radius: with a list per flip, every stored key stepped the pointers of
+/// all of them (33 a table for m2c1r1) and every wanted prefix took the least of their heads,
+/// 1.17x the time of the batch before issue 29 at 1M keys (BENCHMARKS.md, issue 29 part 19).
 type ProbeList = Vec<(u64, u64)>;
 
-/// Merge-join state over one table's probe lists: a pointer per list that only moves forward.
+/// Merge-join state over one table's probe list: a pointer that only moves forward.
 struct Joiner<'a> {
-    lists: &'a [ProbeList],
-    at: Vec<usize>,
+    list: &'a [(u64, u64)],
+    at: usize,
     low: u64,
 }
 
 impl<'a> Joiner<'a> {
     /// A joiner for stored keys `>= from`, ascending.
-    fn new(lists: &'a [ProbeList], prefix_bits: u32, from: u64) -> Joiner<'a> {
+    fn new(list: &'a [(u64, u64)], prefix_bits: u32, from: u64) -> Joiner<'a> {
         let low = u64::MAX.checked_shr(prefix_bits).unwrap_or(0);
         let start = from & !low;
-        let at = lists
-            .iter()
-            .map(|l| l.partition_point(|e| e.0 & !low < start))
-            .collect();
-        Joiner { lists, at, low }
+        let at = list.partition_point(|e| e.0 & !low < start);
+        Joiner { list, at, low }
     }
 
     /// The stored keys wanted next, `(from, to)`: the smallest probe prefix no stored key seen
-    /// so far has passed, as a key range (`None`: every list is exhausted). No stored key below
+    /// so far has passed, as a key range (`None`: the list is exhausted). No stored key below
     /// it can join, so the scan may skip ahead to it; every key in it may.
     #[inline]
     fn next_want(&self) -> Option<(u64, u64)> {
-        self.lists
-            .iter()
-            .zip(&self.at)
-            .filter_map(|(l, &at)| l.get(at).map(|e| e.0 & !self.low))
-            .min()
-            .map(|p| (p, p | self.low))
+        self.list
+            .get(self.at)
+            .map(|e| (e.0 & !self.low, e.0 | self.low))
     }
 
     /// Call `hit(π(b))` for every batch entry whose probe key shares `key`'s prefix. Keys must
@@ -200,16 +199,15 @@ impl<'a> Joiner<'a> {
     #[inline]
     fn visit(&mut self, key: u64, mut hit: impl FnMut(u64)) {
         let prefix = key & !self.low;
-        let low = self.low;
-        for (list, at) in self.lists.iter().zip(self.at.iter_mut()) {
-            while *at < list.len() && list[*at].0 & !low < prefix {
-                *at += 1;
+        let (list, low) = (self.list, self.low);
+        while self.at < list.len() && list[self.at].0 & !low < prefix {
+            self.at += 1;
+        }
+        for e in &list[self.at..] {
+            if e.0 & !low != prefix {
+                break;
             }
-            let mut j = *at;
-            while j < list.len() && list[j].0 & !low == prefix {
-                hit(list[j].1);
-                j += 1;
-            }
+            hit(e.1);
         }
     }
 }
@@ -240,28 +238,36 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         let mut b = batch.to_vec();
         b.par_sort_unstable();
         b.dedup();
-        // The batch under every table's permutation, once per probe flip.
-        // (A cancellation is heard between lists: sorting them is much of a large batch's
-        // time.)
-        let lists: Vec<Vec<ProbeList>> = self
+        // The batch under every table's permutation, XOR each probe flip, sorted as one list.
+        // (A cancellation is heard between flips and before the sort, in place: sorting is
+        // much of a large batch's time.)
+        let lists: Vec<ProbeList> = self
             .probers
             .par_iter()
             .map(|p| {
-                p.flips
-                    .iter()
-                    .map(|&s| {
-                        opts.progress.check()?;
-                        let mut v: ProbeList = b
-                            .iter()
-                            .map(|&x| {
-                                let y = p.permutation.apply(x);
-                                (y ^ s, y)
-                            })
-                            .collect();
-                        v.sort_unstable();
-                        Ok(v)
-                    })
-                    .collect()
+                // Reserved whole (no doubling on the way), or refused with a clear error.
+                let mut v: ProbeList = Vec::new();
+                b.len()
+                    .checked_mul(p.flips.len())
+                    .and_then(|n| v.try_reserve_exact(n).ok())
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "a batch of {} fingerprints needs {} probe entries a table, more \
+                             than this machine can hold: split it (simdex batch --mem)",
+                            b.len(),
+                            p.flips.len() as u128 * b.len() as u128
+                        ))
+                    })?;
+                for &s in &p.flips {
+                    opts.progress.check()?;
+                    v.extend(b.iter().map(|&x| {
+                        let y = p.permutation.apply(x);
+                        (y ^ s, y)
+                    }));
+                }
+                opts.progress.check()?;
+                v.sort_unstable_by_key(|e| e.0);
+                Ok(v)
             })
             .collect::<Result<_>>()?;
 
@@ -295,7 +301,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                 // for queries), so each page of a cold table would be one synchronous 4 KiB
                 // read; a scan that will touch a good share of the blocks instead keeps the
                 // next READ_AHEAD bytes of its range requested ahead of the decoder.
-                let entries: usize = lists[*i].iter().map(Vec::len).sum();
+                let entries = lists[*i].len();
                 let touched = 1.0 - (-(entries as f64) / t.block_count().max(1) as f64).exp();
                 let read_ahead = touched >= DENSE && cold;
                 let window = (READ_AHEAD / t.block_size() as u64).max(1);
@@ -345,9 +351,10 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                     let p = &self.probers[i];
                     let mut joiner = Joiner::new(&lists[i], p.prefix_bits, 0);
                     let mut out = Vec::new();
-                    // The batch's own keys under π_i, ascending, play the stored table.
-                    // Flip 0 (no flip) comes first: its list is π_i(batch) ascending.
-                    for &(_, f) in &lists[i][0] {
+                    // The batch's own keys under π_i, ascending, play the stored table:
+                    // the entries of flip 0 (every table probes it), the only ones whose
+                    // probe key is the key itself.
+                    for &(_, f) in lists[i].iter().filter(|e| e.0 == e.1) {
                         joiner.visit(f, |bp| {
                             if bp != f {
                                 self.emit(i, p, bp, f, k, &mut out);
