@@ -28,8 +28,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::index::probe::Work;
-use crate::index::{Index, Match, NearMany, Prober};
+use crate::index::keysort;
+use crate::index::{Index, Prober};
 use crate::progress::ProgressHandle;
 
 /// A slice of every table: shard `index` of `count` covers blocks
@@ -68,15 +68,6 @@ impl Shard {
         at(self.index)..at(self.index + 1)
     }
 }
-
-/// [`Index::near_many`] answers by the batch scan from this many queries ...
-pub(crate) const SCAN_MIN: usize = 1 << 12;
-
-/// ... and from one query per this many stored keys ([`Index::scan_pays`]) ...
-const SCAN_SHARE: u64 = 8;
-
-/// ... while the scan's probe lists (16 bytes per query per probe) fit in this many bytes.
-const SCAN_MEMORY: u64 = 1 << 30;
 
 /// Bytes of a cold table's range kept requested ahead of the batch scan.
 const READ_AHEAD: u64 = 8 << 20;
@@ -232,14 +223,18 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     }
 
     /// [`batch_near`](Self::batch_near), and the blocks it decoded.
-    fn scan_batch(&self, batch: &[u64], opts: &BatchOptions) -> Result<(BatchResult, u64)> {
+    pub(super) fn scan_batch(
+        &self,
+        batch: &[u64],
+        opts: &BatchOptions,
+    ) -> Result<(BatchResult, u64)> {
         self.check_k(opts.k)?;
         let k = opts.k;
         let mut b = batch.to_vec();
         b.par_sort_unstable();
         b.dedup();
         // The batch under every table's permutation, XOR each probe flip, sorted as one list.
-        // (A cancellation is heard between flips and before the sort, in place: sorting is
+        // (A cancellation is heard between flips and between the sort's parts: sorting is
         // much of a large batch's time.)
         let lists: Vec<ProbeList> = self
             .probers
@@ -265,8 +260,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                         (y ^ s, y)
                     }));
                 }
-                opts.progress.check()?;
-                v.sort_unstable_by_key(|e| e.0);
+                keysort::sort_by_key(&mut v, || opts.progress.check())?;
                 Ok(v)
             })
             .collect::<Result<_>>()?;
@@ -376,92 +370,6 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         Ok((result, blocks))
     }
 
-    /// Whether [`near_many`](Index::near_many) answers `queries` queries by the batch scan
-    /// ([`near_many_by_scan`](Self::near_many_by_scan)) rather than query by query.
-    ///
-    /// The scan reads every table once in key order, and the queries' probes that share a
-    /// block (or a prefix run) share its decoding; query by query, each probe pays its own
-    /// block search, head and misses. So the scan pays once a batch's probes crowd the
-    /// tables. Measured on one thread (BENCHMARKS.md, issue 29 part 15): at 1M keys (design
-    /// 4) it broke even at a sixteenth as many queries as keys and took 0.85x the time at an
-    /// eighth, 0.7-0.75x from a quarter on; at 10M (design 10), 0.5-0.6x from an eighth on
-    /// (and 0.7-0.85x already at a fortieth), but at 100M (B = 1024) 1.1-1.25x at a hundredth
-    /// and a four-hundredth, where the scan's sparse skips cost more than random probes. It is
-    /// taken from an eighth on, for batches of [`SCAN_MIN`] queries or more (a smaller call
-    /// keeps the latency of a few queries), while its in-memory probe lists fit in
-    /// [`SCAN_MEMORY`].
-    pub(crate) fn scan_pays(&self, queries: usize) -> bool {
-        if let Some(forced) = self.scan {
-            return forced;
-        }
-        let lists = (queries as u64)
-            .saturating_mul(self.probes_per_query)
-            .saturating_mul(size_of::<(u64, u64)>() as u64);
-        queries >= SCAN_MIN && queries as u64 >= self.len() / SCAN_SHARE && lists <= SCAN_MEMORY
-    }
-
-    /// [`near_many`](Index::near_many) by the batch scan ([`batch_near`](Self::batch_near)'s
-    /// pairs, regrouped): the same answers, each query's matches by distance, then
-    /// fingerprint, and the same counters (queries, probes and candidates as query by query
-    /// counts them; the blocks and keys the scan decoded).
-    pub(crate) fn near_many_by_scan(
-        &self,
-        fps: &[u64],
-        k: u32,
-        progress: &ProgressHandle,
-    ) -> Result<NearMany> {
-        let opts = BatchOptions::default()
-            .with_k(k)
-            .with_within(false)
-            .with_progress(progress.clone());
-        let (r, blocks) = self.scan_batch(fps, &opts)?;
-        // The queries in fingerprint order walk the pairs (sorted by batch fingerprint) once:
-        // each query's pairs are the run of its fingerprint (a repeated query's, the same run).
-        // (A scanned batch has at most 2^26 queries, `SCAN_MEMORY`: its indices fit in u32.)
-        let mut order: Vec<(u64, u32)> = fps.iter().zip(0u32..).map(|(&f, i)| (f, i)).collect();
-        order.par_sort_unstable();
-        let mut runs = vec![(0usize, 0usize); fps.len()];
-        let mut at = 0;
-        for &(fp, i) in &order {
-            while at < r.pairs.len() && r.pairs[at].batch < fp {
-                at += 1;
-            }
-            let len = r.pairs[at..].partition_point(|p| p.batch == fp);
-            runs[i as usize] = (at, len);
-        }
-        let mut out = NearMany {
-            offsets: Vec::with_capacity(fps.len() + 1),
-            matches: Vec::with_capacity(runs.iter().map(|r| r.1).sum()),
-        };
-        out.offsets.push(0);
-        let design = self.design();
-        let mut candidates = 0u64;
-        for &(from, len) in &runs {
-            let start = out.matches.len();
-            for p in &r.pairs[from..from + len] {
-                // Counted as query by query counts them: once in every table whose probes
-                // reach the pair (the scan reported it from the first of them only).
-                candidates += (0..self.tables.len())
-                    .filter(|&j| design.table_covers(j, p.batch ^ p.stored))
-                    .count() as u64;
-                out.matches.push(Match {
-                    distance: p.distance,
-                    fingerprint: p.stored,
-                });
-            }
-            out.matches[start..].sort_unstable();
-            out.offsets.push(out.matches.len());
-        }
-        let work = Work {
-            probes: fps.len() as u64 * self.probes_per_query,
-            blocks,
-            keys: r.keys_scanned,
-            candidates,
-        };
-        self.counters.add(fps.len() as u64, &work);
-        Ok(out)
-    }
-
     /// Record the pair (π⁻¹(bp), π⁻¹(f)) found in table `i` if it is within `k` and table `i` is
     /// the first that covers it.
     #[inline]
@@ -558,24 +466,5 @@ mod tests {
         let cold = idx.batch_near(&batch, &BatchOptions::default()).unwrap();
         assert_eq!(warm, cold);
         assert_eq!(warm.pairs.len(), 1000);
-    }
-
-    /// `near_many` scans from `SCAN_MIN` queries and an eighth as many as stored keys on, and
-    /// never where the probe lists would pass `SCAN_MEMORY`.
-    #[test]
-    fn near_many_scans_batches_that_crowd_the_tables() {
-        let dir = tempfile::tempdir().unwrap();
-        for (n, name) in [(10_000usize, "small"), (100_000, "large")] {
-            let path = dir.path().join(name);
-            let fps = crate::sample::random(n, 9);
-            crate::index::build(&path, fps.iter().map(|&f| Ok(f)), &Default::default()).unwrap();
-            let idx = Index::open(&path).unwrap();
-            let at = SCAN_MIN.max(n / SCAN_SHARE as usize);
-            assert!(!idx.scan_pays(at - 1), "{n} keys, {} queries", at - 1);
-            assert!(idx.scan_pays(at), "{n} keys, {at} queries");
-            let too_many = (SCAN_MEMORY / 16 / idx.probes_per_query) as usize + 1;
-            assert!(!idx.scan_pays(too_many), "{n} keys, {too_many} queries");
-            assert!(!idx.scan_pays(usize::MAX));
-        }
     }
 }

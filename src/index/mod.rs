@@ -11,11 +11,13 @@ pub mod batch;
 pub mod bucket;
 pub mod build;
 mod counters;
+mod keysort;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod lanes_tests;
 internal_mod!(manifest);
 pub(crate) mod probe;
 pub mod query;
+mod scan;
 pub(crate) mod writer;
 
 use std::io::Read;
