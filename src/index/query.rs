@@ -252,10 +252,13 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// [`near`](Self::near) for many queries, spread over all cores (the current rayon pool),
     /// returned as one flat array in input order.
     ///
-    /// A batch of at least 4096 queries and an eighth as many as the index stores is answered
-    /// by one scan of the tables instead, [`batch_near`](Self::batch_near)'s, where the
-    /// queries' probes share what they decode: the same answers, at 1.15-1.4x the queries
-    /// per second at 1M keys and 1.7-2x at 10M (one thread, BENCHMARKS.md). The scan holds
+    /// A batch of at least 4096 queries whose probes of each table number an eighth of the
+    /// stored fingerprints (an eighth as many queries as the index stores, where a design
+    /// probes each table once; far fewer with a probe radius, `auto`'s designs for k >= 5)
+    /// is answered by one scan of the tables instead, [`batch_near`](Self::batch_near)'s,
+    /// where the queries' probes share what they decode: the same answers, at 1.15-1.4x the
+    /// queries per second at 1M keys and 1.7-2x at 10M (one thread; 1.8x at 10M for k = 5
+    /// from a hundredth as many queries as keys; BENCHMARKS.md). The scan holds
     /// the batch sorted under every table's permutation, 16 bytes per query per probe, and is
     /// taken only where that fits in 1 GiB.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {

@@ -101,7 +101,9 @@ class Index:
     ) -> tuple[_I64, _U64, _U32]:
         """(query_index, fingerprint, distance) of every match of every query, by query.
 
-        A batch of at least 4096 queries and an eighth as many as the index stores is
+        A batch of at least 4096 queries whose probes of each table number an eighth of
+        the stored fingerprints (an eighth as many queries as stored where a design probes
+        each table once; far fewer with a probe radius, the designs of k >= 5) is
         answered by one scan of the tables, as ``batch`` does: the same answers, faster.
         Ctrl-C stops a long call soon (KeyboardInterrupt)."""
     @overload
