@@ -8,10 +8,12 @@
 # (simdex-new, ab-harness, both stripped); python3 with numpy makes the data (gen.py).
 #   OUT=/tmp/out BUDGET=520 bash benches/big/targets.sh                 # about 8 minutes
 #   N1=3000000 Q=200000 MEM=1G BUDGET=300 bash benches/big/targets.sh   # a small trial
+# R1=4: four pinned one-thread `simdex query` runs at 1B instead of two; ROUNDS=40: harness
+# rounds; INMEM=0 skips the in-memory A/B (part 17 found it gains nothing).
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 NEW=$D/simdex-new
-N1=${N1:-1000000000}; BUDGET=${BUDGET:-520}
+N1=${N1:-1000000000}; BUDGET=${BUDGET:-520}; R1=${R1:-2}; ROUNDS=${ROUNDS:-20}; INMEM=${INMEM:-1}
 . "$D/common.sh"
 # want SECS WHAT: true where SECS are left before the budget runs out
 want() { if [ $((BUDGET - SECONDS)) -ge "$1" ]; then return 0; fi
@@ -35,14 +37,15 @@ log "build $N1 (auto)"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64
 rm -f "$W/fps.u64"; du -sb "$W/i1"; "$NEW" stats "$W/i1" | sed -n 2,8p
 # One pinned thread: the harness (one open, 10k-query rounds, near_many) as part 11 measured,
 # then the CLI's library time on 100k queries.
-ab "$W/i1,$W/i1" many 20
-for r in 1 2; do PIN="taskset -c $PIN_CORE" q "$NEW" "$W/i1" "$W/q100k.u64" 1 "q1-pop-$r" --populate; done
+ab "$W/i1,$W/i1" many "$ROUNDS"
+for r in $(seq "$R1"); do PIN="taskset -c $PIN_CORE" q "$NEW" "$W/i1" "$W/q100k.u64" 1 "q1-pop-$r" --populate; done
 q "$NEW" "$W/i1" "$W/q.u64" "$T" q16-pop --populate
+want 60 "the harness on q100k.u64" && ab "$W/i1,$W/i1" many "$ROUNDS" "$W/q100k.u64"
 bt "$NEW" "$W/i1" batch1a --quiet
 bt "$NEW" "$W/i1" batch1b --quiet
 want 60 "near, one call a query" && ab "$W/i1,$W/i1" near 10
 # The in-memory reader (anonymous 2 MiB pages) against the populated map, in turns.
-want 120 "the 1B in-memory A/B" && AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" many 20
+[ "$INMEM" = 1 ] && want 120 "the 1B in-memory A/B" && AB_B_IN_MEMORY=1 ab "$W/i1,$W/i1" many 20
 rm -rf "$W/i1" "$W/q.u64" "$W/q100k.u64"
 small 1000000 40
 small 10000000 60
