@@ -156,6 +156,28 @@ def test_ctrl_c_stops_a_long_near_many(tmp_path: Path) -> None:
         assert np.array_equal(got[1], want[1][want[0] < 1000])
 
 
+def test_ctrl_c_stops_a_long_near_many_of_a_radius_design(tmp_path: Path) -> None:
+    # A design with a probe radius asks 33 probes a table of each query; a large call takes
+    # the batch scan, whose probe lists (one a table, all flips of all queries) take much of
+    # its time to sort. An interrupt anywhere in the call is heard within a small share of it:
+    # before, one list's bucket pass ran for a quarter of the call without a check.
+    idx = simdex.Index.build(tmp_path / "idx", _fps(1_000_000), design="m2c1r1")
+    q = np.concatenate([_fps(50_000) ^ np.uint64(5), _fps(250_000, seed=5)])
+    t0 = time.monotonic()
+    want = idx.near_many(q, 3, threads=1)
+    whole = time.monotonic() - t0
+    assert len(want[0]) >= 50_000
+    for share in (0.15, 0.4, 0.65):
+        t0 = time.monotonic()
+        _interrupt_after(whole * share)
+        with pytest.raises(KeyboardInterrupt):
+            idx.near_many(q, 3, threads=1)
+        late = time.monotonic() - t0 - whole * share
+        assert late < 0.05 + whole / 6, (share, late, whole)
+    got = idx.near_many(q[:1000], 3)
+    assert np.array_equal(got[1], want[1][want[0] < 1000])
+
+
 def test_ctrl_c_stops_a_long_store_near_many(tmp_path: Path) -> None:
     # The store answers a batch through its tables' `near_many` (here by the scan), then
     # resolves ids and the delta chunk by chunk: it stops soon at an interrupt.
