@@ -253,12 +253,20 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
                             p.flips.len() as u128 * b.len() as u128
                         ))
                     })?;
-                for &s in &p.flips {
+                // Flip 0 (no flip) first: the permuted keys, each computed once; the other
+                // flips' entries take theirs from its run.
+                debug_assert_eq!(p.flips.first(), Some(&0));
+                opts.progress.check()?;
+                v.extend(b.iter().map(|&x| {
+                    let y = p.permutation.apply(x);
+                    (y, y)
+                }));
+                for &s in &p.flips[1..] {
                     opts.progress.check()?;
-                    v.extend(b.iter().map(|&x| {
-                        let y = p.permutation.apply(x);
-                        (y ^ s, y)
-                    }));
+                    for i in 0..b.len() {
+                        let y = v[i].1;
+                        v.push((y ^ s, y));
+                    }
                 }
                 keysort::sort_by_key(&mut v, || opts.progress.check())?;
                 Ok(v)
