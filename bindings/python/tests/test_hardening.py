@@ -159,21 +159,29 @@ def test_ctrl_c_stops_a_long_near_many(tmp_path: Path) -> None:
 def test_ctrl_c_stops_a_long_near_many_of_a_radius_design(tmp_path: Path) -> None:
     # A design with a probe radius asks 33 probes a table of each query; a large call takes
     # the batch scan, whose probe lists (one a table, all flips of all queries) take much of
-    # its time to sort. An interrupt anywhere in the call is heard within a small share of it:
-    # before, one list's bucket pass ran for a quarter of the call without a check.
+    # its time to build and sort. An interrupt in that part of the call, or in the scan after
+    # it, is heard within a small share of the call (how often the sort checks, its unit test
+    # counts).
     idx = simdex.Index.build(tmp_path / "idx", _fps(1_000_000), design="m2c1r1")
     q = np.concatenate([_fps(50_000) ^ np.uint64(5), _fps(250_000, seed=5)])
     t0 = time.monotonic()
     want = idx.near_many(q, 3, threads=1)
     whole = time.monotonic() - t0
     assert len(want[0]) >= 50_000
-    for share in (0.15, 0.4, 0.65):
+    heard = 0
+    for share in (0.1, 0.3, 0.5):
         t0 = time.monotonic()
-        _interrupt_after(whole * share)
-        with pytest.raises(KeyboardInterrupt):
+        timer = _interrupt_after(whole * share)
+        try:
             idx.near_many(q, 3, threads=1)
-        late = time.monotonic() - t0 - whole * share
-        assert late < 0.05 + whole / 6, (share, late, whole)
+        except KeyboardInterrupt:
+            late = time.monotonic() - t0 - whole * share
+            assert late < 0.05 + whole / 6, (share, late, whole)
+            heard += 1
+        else:
+            # The machine sped up and the call beat its interrupt: nothing to time.
+            timer.cancel()
+    assert heard >= 2, heard
     got = idx.near_many(q[:1000], 3)
     assert np.array_equal(got[1], want[1][want[0] < 1000])
 
