@@ -11,9 +11,7 @@ N1=${N1:-1000000000}
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2; df -h "$W" | tail -1
 if [ ! -d "$W/i1" ]; then
-  log "generate"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
-  log "build 1B"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
-  rm -f "$W/fps.u64"
+  gen_build1
 fi
 "$NEW" stats "$W/i1" | sed -n 2,7p
 for r in 1 2 3; do bt "$OLD" "$W/i1" "batch-before-$r"; bt "$NEW" "$W/i1" "batch-after-$r"; done

@@ -29,3 +29,9 @@ AB=$D/ab-harness; PIN_CORE=$((T > 3 ? T - 3 : 0))
 # ab DIR_A,DIR_B MODE ROUNDS [QFILE]: one pinned thread, A and B in turns on 10k-query batches
 # of QFILE (default $W/q.u64); AB_B_IN_MEMORY=1 before the call reads B into memory.
 ab() { log "A/B $1 $2${AB_B_IN_MEMORY:+, B in memory}"; AB_PIN=$PIN_CORE "$AB" "$1" "${4:-$W/q.u64}" 10000 "$3" "$2"; }
+# gen_build1: gen.py's N1 keys and Q queries in $W (q.u64, q100k.u64), the index $W/i1 built
+# from the keys (auto design, k = 3, --mem $MEM), then the keys removed
+gen_build1() {
+  log "generate $N1 keys, $Q queries"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
+  log "build $N1 (auto)"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
+  rm -f "$W/fps.u64"; }

@@ -15,7 +15,8 @@ N1=${N1:-1000000000}
 . "$D/common.sh"
 {
 log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; lscpu | grep -E '^L[23]'; free -g | head -2
-log "generate $N1 keys, $Q queries"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
+gen_build1
+"$NEW" stats "$W/i1" | sed -n 2,8p
 python3 - "$W" <<'PY'
 import sys
 import numpy as np
@@ -24,8 +25,6 @@ q = np.fromfile(f"{w}/q100k.u64", dtype=np.uint64)
 for n in (20, 200, 2000):
     np.tile(q[:n], 100_000 // n).tofile(f"{w}/rep{n}.u64")
 PY
-log "build $N1 (auto)"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
-rm -f "$W/fps.u64"; "$NEW" stats "$W/i1" | sed -n 2,8p
 for turn in 1 2; do
   for f in q100k rep20 rep200 rep2000; do log "turn $turn, $f"; ab "$W/i1,$W/i1" many 10 "$W/$f.u64"; done
 done

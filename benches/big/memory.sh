@@ -28,9 +28,8 @@ cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugep
 mkdir -p "$W/s1000000" "$W/s10000000"
 small 1000000
 small 10000000
-log "generate $N1 keys"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
-log "build $N1 auto"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
-rm -f "$W/fps.u64"; "$NEW" stats "$W/i1" | sed -n 3,8p
+gen_build1
+"$NEW" stats "$W/i1" | sed -n 3,8p
 # A file just written sits in the page cache in small folios, which a map cannot enter in
 # 2 MiB pages; read back after a drop (kernel 6.18, ext4), a populated map of it is almost all
 # in 2 MiB pages (FilePmdMapped, printed by the harness). DROP=1: the fairer comparison with

@@ -16,9 +16,8 @@ log "facts"; nproc; grep -m1 'model name' /proc/cpuinfo; grep -o -m1 'avx512[a-z
 free -g | head -2; df -h "$W" /tmp | cat; uname -r
 cat /sys/kernel/mm/transparent_hugepage/enabled
 
-log "generate $N1 keys, $Q queries"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
-log "build 1B (new)"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
-rm -f "$W/fps.u64"; du -sb "$W/i1"; "$NEW" stats "$W/i1"; df -h "$W" | tail -1
+gen_build1
+du -sb "$W/i1"; "$NEW" stats "$W/i1"; df -h "$W" | tail -1
 q "$NEW" "$W/i1" "$W/q100k.u64" 1 q1-pop-a --populate
 q "$NEW" "$W/i1" "$W/q.u64" "$T" q16-pop --populate
 b1() { RAYON_NUM_THREADS=$T rt batch1$1 "$NEW" batch "$W/i1" --input "$W/q.u64" --format u64 --out "$W/pairs.tsv" --quiet

@@ -32,9 +32,8 @@ log "facts (budget $BUDGET s)"; nproc; grep -m1 'model name' /proc/cpuinfo; free
 df -h "$W" | tail -1; uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled
 "$NEW" --version
 
-log "generate $N1 keys, $Q queries"; rt gen1 python3 "$D/gen.py" "$N1" "$Q" "$W"
-log "build $N1 (auto)"; rt build1 "$NEW" build --input "$W/fps.u64" --format u64 --out "$W/i1" --k 3 --mem "$MEM" --quiet
-rm -f "$W/fps.u64"; du -sb "$W/i1"; "$NEW" stats "$W/i1" | sed -n 2,8p
+gen_build1
+du -sb "$W/i1"; "$NEW" stats "$W/i1" | sed -n 2,8p
 # One pinned thread: the harness (one open, 10k-query rounds, near_many) as part 11 measured,
 # then the CLI's library time on 100k queries.
 ab "$W/i1,$W/i1" many "$ROUNDS"
