@@ -59,6 +59,10 @@ pub(crate) struct Entry {
     next: u16,
     at: u32,
     end: u32,
+    /// Format 4: the key index of segment `j`'s first key and of the next segment's (the
+    /// block's count after the last segment), read with their entries; 0 in other formats.
+    first: u32,
+    next_first: u32,
 }
 
 impl Entry {
@@ -259,22 +263,30 @@ impl<'a, const A: bool> Segments<'a, A> {
         self.shape.m
     }
 
-    /// Skip entry `j` (1..=len): the partial key and the stream bit offset.
+    /// Skip entry `j` (1..=len): the partial key, the stream bit offset and, in format 4, the
+    /// key index (0 in other formats), from one load: a search reads the index with the
+    /// rest of the entry rather than again where the segment is entered.
     #[inline]
-    fn entry(&self, j: u32) -> (u16, u64) {
+    fn entry(&self, j: u32) -> (u16, u64, u32) {
         if self.shape.offset_bits == 0 {
             let at = (j as usize - 1) * SKIP_ENTRY_LEN;
             let e = &self.entries[at..at + SKIP_ENTRY_LEN];
             return (
                 u16::from_le_bytes([e[0], e[1]]),
                 u16::from_le_bytes([e[2], e[3]]) as u64,
+                0,
             );
         }
         let w = self.shape.offset_bits as u32;
-        // At most 32 bits from any bit: one window. (A format-4 entry's key index follows.)
+        // A reader without format 4 reads no index (its blocks have none).
+        let x = if A { self.shape.index_bits as u32 } else { 0 };
+        let bits = PARTIAL_BITS + w + x;
+        // At most 48 bits from any bit: one window.
         let at = (j as u64 - 1) * self.shape.entry_bits as u64;
-        let v = bitio::peek(self.entries, at) >> (64 - PARTIAL_BITS - w);
-        ((v >> w) as u16, v & ((1 << w) - 1))
+        let v = bitio::peek(self.entries, at) >> (64 - bits);
+        let index = (v & ((1 << x) - 1)) as u32;
+        let v = v >> x;
+        ((v >> w) as u16, v & ((1 << w) - 1), index)
     }
 
     /// Format 4: the key index of segment `j`'s first key (0..=len), read from its skip
@@ -284,9 +296,7 @@ impl<'a, const A: bool> Segments<'a, A> {
         if j == 0 || j > self.shape.m {
             return if j == 0 { 0 } else { self.shape.count };
         }
-        let (x, bits) = (self.shape.index_bits as u32, self.shape.entry_bits as u32);
-        let v = bitio::peek(self.entries, (j as u64 - 1) * bits as u64) >> (64 - bits);
-        (v & ((1 << x) - 1)) as u32
+        self.entry(j).2
     }
 
     /// The stream bit at which segment `j` (1..=len) starts: its entry's offset.

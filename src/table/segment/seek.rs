@@ -89,26 +89,30 @@ impl<const A: bool> Segments<'_, A> {
         };
         for _ in 0..4 {
             let next = (j < m).then(|| self.entry(j + 1));
-            if let Some((p, _)) = next
+            if let Some((p, _, _)) = next
                 && (p as u32) < target
             {
                 j += 1;
                 continue;
             }
             let this = (j > 0).then(|| self.entry(j));
-            if let Some((p, _)) = this
+            if let Some((p, _, _)) = this
                 && p as u32 >= target
             {
                 j -= 1;
                 continue;
             }
-            let (partial, at) = this.unwrap_or((0, 0));
+            let (partial, at, first) = this.unwrap_or((0, 0, 0));
+            let (next, end, next_first) =
+                next.unwrap_or((0, self.shape.stream_bits as u64, self.shape.count));
             return Entry {
                 j,
                 partial,
-                next: next.map_or(0, |(p, _)| p),
+                next,
                 at: at as u32,
-                end: next.map_or(self.shape.stream_bits, |(_, o)| o as u32),
+                end: end as u32,
+                first,
+                next_first,
             };
         }
         let (mut base, mut size) = (0u32, m);
@@ -126,12 +130,12 @@ impl<const A: bool> Segments<'_, A> {
 
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
     #[inline(always)]
-    pub(super) fn entry_of(&self, j: u32) -> Entry {
-        let (partial, at) = if j > 0 { self.entry(j) } else { (0, 0) };
-        let (next, end) = if j < self.len() {
+    pub(crate) fn entry_of(&self, j: u32) -> Entry {
+        let (partial, at, first) = if j > 0 { self.entry(j) } else { (0, 0, 0) };
+        let (next, end, next_first) = if j < self.len() {
             self.entry(j + 1)
         } else {
-            (0, self.shape.stream_bits as u64)
+            (0, self.shape.stream_bits as u64, self.shape.count)
         };
         Entry {
             j,
@@ -139,6 +143,8 @@ impl<const A: bool> Segments<'_, A> {
             next,
             at: at as u32,
             end: end as u32,
+            first,
+            next_first,
         }
     }
 
@@ -163,7 +169,7 @@ impl<const A: bool> Segments<'_, A> {
         // so that counting its keys cannot wrap (in other formats this holds by
         // construction).
         let (first, next) = if self.indexed() {
-            let (first, next) = (self.index(e.j), self.index(e.j + 1));
+            let (first, next) = (e.first, e.next_first);
             if !self.indices_fit(e.j, first, next) {
                 return None;
             }
