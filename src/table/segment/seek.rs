@@ -104,7 +104,7 @@ impl<const A: bool> Segments<'_, A> {
             }
             let (partial, at, first) = this.unwrap_or((0, 0, 0));
             let (next, end, next_first) =
-                next.unwrap_or((0, self.shape.stream_bits as u64, self.shape.count));
+                next.unwrap_or((0, self.shape.stream_bits as u64, self.last_index()));
             return Entry {
                 j,
                 partial,
@@ -128,6 +128,13 @@ impl<const A: bool> Segments<'_, A> {
         self.entry_of(base)
     }
 
+    /// The key index after the last segment's, in an [`Entry`]: the block's count where
+    /// segments hold indices (format 4, read by a reader compiled for it), else 0 (unread).
+    #[inline(always)]
+    fn last_index(&self) -> u32 {
+        if A { self.shape.count } else { 0 }
+    }
+
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
     #[inline(always)]
     pub(crate) fn entry_of(&self, j: u32) -> Entry {
@@ -135,7 +142,7 @@ impl<const A: bool> Segments<'_, A> {
         let (next, end, next_first) = if j < self.len() {
             self.entry(j + 1)
         } else {
-            (0, self.shape.stream_bits as u64, self.shape.count)
+            (0, self.shape.stream_bits as u64, self.last_index())
         };
         Entry {
             j,
