@@ -129,10 +129,11 @@ impl<const A: bool> Segments<'_, A> {
     }
 
     /// The key index after the last segment's, in an [`Entry`]: the block's count where
-    /// segments hold indices (format 4, read by a reader compiled for it), else 0 (unread).
+    /// segments hold indices (format 4, read by a reader compiled for it), else 0, as the
+    /// entries of other formats read: readers with and without format 4 agree on them.
     #[inline(always)]
     fn last_index(&self) -> u32 {
-        if A { self.shape.count } else { 0 }
+        if self.indexed() { self.shape.count } else { 0 }
     }
 
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
