@@ -268,6 +268,13 @@ impl<'a, const A: bool> Segments<'a, A> {
     /// rest of the entry rather than again where the segment is entered.
     #[inline]
     fn entry(&self, j: u32) -> (u16, u64, u32) {
+        self.entry_with::<true>(j)
+    }
+
+    /// [`entry`](Self::entry), the key index read only where `INDEX` asks for it (0 else): a
+    /// search for the segment number alone does not extract it.
+    #[inline]
+    fn entry_with<const INDEX: bool>(&self, j: u32) -> (u16, u64, u32) {
         if self.shape.offset_bits == 0 {
             let at = (j as usize - 1) * SKIP_ENTRY_LEN;
             let e = &self.entries[at..at + SKIP_ENTRY_LEN];
@@ -281,8 +288,13 @@ impl<'a, const A: bool> Segments<'a, A> {
         // A reader without format 4 reads no index (its blocks have none).
         let x = if A { self.shape.index_bits as u32 } else { 0 };
         let bits = PARTIAL_BITS + w + x;
-        // At most 48 bits from any bit: one window.
         let at = (j as u64 - 1) * self.shape.entry_bits as u64;
+        if !INDEX {
+            // The entry's top bits, its index left below them.
+            let v = bitio::peek(self.entries, at) >> (64 - PARTIAL_BITS - w);
+            return ((v >> w) as u16, v & ((1 << w) - 1), 0);
+        }
+        // At most 48 bits from any bit: one window.
         let v = bitio::peek(self.entries, at) >> (64 - bits);
         let index = (v & ((1 << x) - 1)) as u32;
         let v = v >> x;

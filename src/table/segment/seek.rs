@@ -28,7 +28,7 @@ impl<const A: bool> Segments<'_, A> {
     /// `lo` (by its skip entry), or 0. All keys `>= lo` of the block are then in it or later.
     #[inline]
     pub(crate) fn find(&self, lo: u64) -> u32 {
-        self.find_entry(lo).j
+        self.find_entry_with::<false>(lo).j
     }
 
     /// [`find`](Self::find), with what the search read of the segment's skip entries: a
@@ -36,12 +36,19 @@ impl<const A: bool> Segments<'_, A> {
     /// entries a probe, about 60 instructions, at every probe of the vector lanes).
     #[inline]
     pub(crate) fn find_entry(&self, lo: u64) -> Entry {
+        self.find_entry_with::<true>(lo)
+    }
+
+    /// [`find_entry`](Self::find_entry), with the entries' key indices where `INDEX` asks for
+    /// them (else 0: for [`find`](Self::find), whose decoder enters the segment by its number).
+    #[inline]
+    fn find_entry_with<const INDEX: bool>(&self, lo: u64) -> Entry {
         let m = self.len();
         if m == 0 || lo <= self.shape.base {
-            return self.entry_of(0);
+            return self.entry_of_with::<INDEX>(0);
         }
         if lo > self.shape.last {
-            return self.entry_of(m);
+            return self.entry_of_with::<INDEX>(m);
         }
         // `lo` is in (base, last], so it shares the block's top c bits: a start key whose
         // partial key is below lo's is below lo.
@@ -88,14 +95,14 @@ impl<const A: bool> Segments<'_, A> {
             ((at as u64 * (m as u64 + 1)) / (span as u64 + 1)).min(m as u64) as u32
         };
         for _ in 0..4 {
-            let next = (j < m).then(|| self.entry(j + 1));
+            let next = (j < m).then(|| self.entry_with::<INDEX>(j + 1));
             if let Some((p, _, _)) = next
                 && (p as u32) < target
             {
                 j += 1;
                 continue;
             }
-            let this = (j > 0).then(|| self.entry(j));
+            let this = (j > 0).then(|| self.entry_with::<INDEX>(j));
             if let Some((p, _, _)) = this
                 && p as u32 >= target
             {
@@ -104,7 +111,7 @@ impl<const A: bool> Segments<'_, A> {
             }
             let (partial, at, first) = this.unwrap_or((0, 0, 0));
             let (next, end, next_first) =
-                next.unwrap_or((0, self.shape.stream_bits as u64, self.last_index()));
+                next.unwrap_or((0, self.shape.stream_bits as u64, self.last_index::<INDEX>()));
             return Entry {
                 j,
                 partial,
@@ -118,32 +125,46 @@ impl<const A: bool> Segments<'_, A> {
         let (mut base, mut size) = (0u32, m);
         while size > 0 {
             let half = size / 2;
-            if (self.entry(base + half + 1).0 as u32) < target {
+            if (self.entry_with::<INDEX>(base + half + 1).0 as u32) < target {
                 base += half + 1;
                 size -= half + 1;
             } else {
                 size = half;
             }
         }
-        self.entry_of(base)
+        self.entry_of_with::<INDEX>(base)
     }
 
     /// The key index after the last segment's, in an [`Entry`]: the block's count where
     /// segments hold indices (format 4, read by a reader compiled for it), else 0, as the
     /// entries of other formats read: readers with and without format 4 agree on them.
     #[inline(always)]
-    fn last_index(&self) -> u32 {
-        if self.indexed() { self.shape.count } else { 0 }
+    fn last_index<const INDEX: bool>(&self) -> u32 {
+        if INDEX && self.indexed() {
+            self.shape.count
+        } else {
+            0
+        }
     }
 
     /// Segment `j` (0..=len) with its skip entry (none for segment 0) and its end.
     #[inline(always)]
     pub(crate) fn entry_of(&self, j: u32) -> Entry {
-        let (partial, at, first) = if j > 0 { self.entry(j) } else { (0, 0, 0) };
-        let (next, end, next_first) = if j < self.len() {
-            self.entry(j + 1)
+        self.entry_of_with::<true>(j)
+    }
+
+    /// [`entry_of`](Self::entry_of), its key indices read where `INDEX` asks for them.
+    #[inline(always)]
+    fn entry_of_with<const INDEX: bool>(&self, j: u32) -> Entry {
+        let (partial, at, first) = if j > 0 {
+            self.entry_with::<INDEX>(j)
         } else {
-            (0, self.shape.stream_bits as u64, self.last_index())
+            (0, 0, 0)
+        };
+        let (next, end, next_first) = if j < self.len() {
+            self.entry_with::<INDEX>(j + 1)
+        } else {
+            (0, self.shape.stream_bits as u64, self.last_index::<INDEX>())
         };
         Entry {
             j,
