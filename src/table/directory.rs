@@ -11,7 +11,10 @@
 //! bucket (its place known from the key alone) and counts the marks below the key's own: that
 //! is the block, unless a mark equals the key's or the slice holds more blocks than a bucket
 //! has marks; then (about 10^-4 of searches on uniform keys, more on clustered ones) a binary
-//! search of the slice's last keys decides. So a query asks for every probe's bucket, then
+//! search of the slice's last keys decides. A slice of more blocks than marks keeps the marks
+//! of the last blocks of its groups of `ceil(blocks / MARKS)`, so that its search reads one
+//! or two groups' last keys, not the whole slice (keys with two bits fixed, whose slices
+//! hold ~64 blocks, spent 5.9% of a query in that search: BENCHMARKS.md, part 21). So a query asks for every probe's bucket, then
 //! every probe's block — two rounds of misses overlapped across its probes, where a directory
 //! of block numbers alone needed a third for the last keys between them
 //! (`table::multiscan`).
@@ -35,7 +38,9 @@ const MARKS: usize = 29;
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket {
-    /// The marks of the slice's blocks' last keys, ascending; `u16::MAX` past `count`.
+    /// The marks of the slice's blocks' last keys, ascending; `u16::MAX` past `count`. In a
+    /// slice of more than [`MARKS`] blocks, the marks of the last blocks of its groups of
+    /// `ceil(blocks / MARKS)` (the last group's possibly shorter), then `u16::MAX`.
     marks: [u16; MARKS],
     /// How many blocks' last keys are in the slice, saturating at `u16::MAX`.
     count: u16,
@@ -101,6 +106,24 @@ impl Directory {
         for b in &mut d.buckets[next..] {
             b.start = n as u32;
         }
+        // A slice of more blocks than marks: each mark is that of the last block of a group of
+        // `stride` consecutive blocks, so that a search reads a group or two of last keys, not
+        // the whole slice.
+        for s in 0..slices {
+            let (start, end) = (d.buckets[s].start as usize, d.buckets[s + 1].start as usize);
+            if end - start <= MARKS {
+                continue;
+            }
+            let stride = (end - start).div_ceil(MARKS);
+            let mut marks = [u16::MAX; MARKS];
+            for (g, m) in marks.iter_mut().enumerate() {
+                let last = (start + (g + 1) * stride).min(end) - 1;
+                if start + g * stride < end {
+                    *m = d.position(last_keys[last]).1;
+                }
+            }
+            d.buckets[s].marks = marks;
+        }
         d
     }
 
@@ -160,7 +183,16 @@ impl Directory {
             }
             return (start, start + b.count as usize);
         }
-        (start, self.buckets[s + 1].start as usize)
+        // Groups of `stride` blocks, each mark its group's last (see `new`): the groups whose
+        // marks are below the key's end below the key; the first whose mark is above it ends
+        // at or above it.
+        let end = self.buckets[s + 1].start as usize;
+        let stride = (end - start).div_ceil(MARKS);
+        let mark = self.position(key).1;
+        let below = b.marks.iter().map(|&m| (m < mark) as usize).sum::<usize>();
+        let not_above = b.marks.iter().map(|&m| (m <= mark) as usize).sum::<usize>();
+        let lo = (start + below * stride).min(end);
+        (lo, (start + (not_above + 1) * stride).min(end))
     }
 
     /// A key's slice and mark (for keys in `first..=last`).
@@ -290,6 +322,40 @@ mod tests {
         keys.extend(around(&lk[lk.len() - 100..]));
         keys.extend([(7 << 60) + 35_000, (7 << 60) + 69_999, (7 << 60) + 70_000]);
         check(&lk, keys);
+    }
+
+    #[test]
+    fn a_dense_slice_searches_a_group_or_two_of_its_blocks() {
+        // Keys with two bits cleared: bands of a quarter of the key space, each four times as
+        // dense as uniform keys, so that the slices inside a band hold about 64 blocks, more
+        // than a bucket's marks. A search reads the one or two groups of blocks its key can
+        // fall in (`ceil(blocks / MARKS)` each), not the whole slice, and finds binary
+        // search's block.
+        let mut keys: Vec<u64> = crate::sample::random(2_000_000, 11)
+            .into_iter()
+            .map(|k| k & !(3 << 60))
+            .collect();
+        keys.sort_unstable();
+        let lk: Vec<u64> = keys.iter().skip(99).step_by(100).copied().collect();
+        let d = Directory::new(&lk);
+        let mut dense = 0;
+        for key in crate::sample::random(20_000, 12) {
+            let key = key & !(3 << 60);
+            let want = lk.partition_point(|&k| k < key);
+            assert_eq!(find(&d, &lk, key), want, "key {key:#x}");
+            let Some(s) = d.slot(key) else { continue };
+            let blocks = (d.buckets[s + 1].start - d.buckets[s].start) as usize;
+            if blocks > MARKS {
+                dense += 1;
+                let (lo, hi) = d.slice(key).unwrap();
+                assert!(
+                    hi - lo <= 2 * blocks.div_ceil(MARKS),
+                    "{} of the slice's {blocks} blocks searched",
+                    hi - lo
+                );
+            }
+        }
+        assert!(dense > 1000, "{dense} searches in dense slices");
     }
 
     #[test]
