@@ -8,9 +8,13 @@ use pyo3::prelude::*;
 /// `what` otherwise.
 pub fn u64_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, u64>> {
     let arr = obj.extract::<PyReadonlyArray1<'py, u64>>().map_err(|_| {
+        let ndim = obj.getattr("ndim").and_then(|n| n.extract::<usize>()).ok();
         let got = obj
             .getattr("dtype")
-            .map(|d| format!("an array of dtype {d}"))
+            .map(|d| match ndim {
+                Some(n) if n != 1 => format!("a {n}-D array of dtype {d}"),
+                _ => format!("an array of dtype {d}"),
+            })
             .unwrap_or_else(|_| {
                 obj.get_type()
                     .name()

@@ -170,6 +170,8 @@ def test_bad_input_raises_clear_errors(tmp_path: Path, index: tuple[simdex.Index
         idx.near_many([1, 2, 3])
     with pytest.raises(TypeError, match="contiguous"):
         idx.near_many(fps[::2])
+    with pytest.raises(TypeError, match="a 2-D array of dtype uint64"):
+        idx.near_many(fps[:4].reshape(2, 2))
     with pytest.raises(simdex.InvalidArgument, match="exceeds"):
         idx.near(1, 4)
     with pytest.raises(ValueError):
