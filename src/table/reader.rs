@@ -27,7 +27,8 @@ pub struct Table<D> {
     data: D,
     path: Option<PathBuf>,
     header: Header,
-    decode: DecodeTable,
+    /// Shared with the other open tables of the same code ([`DecodeTable::shared`]).
+    decode: std::sync::Arc<DecodeTable>,
     last_keys: Vec<u64>,
     directory: Directory,
     /// The blocks whose crc32 this reader has checked (on their first read).
@@ -54,7 +55,8 @@ pub struct TableStats {
     pub file_bytes: u64,
     /// File bits per key (every overhead included); 0 for an empty table.
     pub bits_per_key: f64,
-    /// Heap bytes the open reader holds (last-key array and decode table).
+    /// Heap bytes the open reader holds (last-key array and decode table; a decode table
+    /// shared with other open tables of the same code is counted in each).
     pub memory_bytes: u64,
 }
 
@@ -241,7 +243,9 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
         let codec = header.codec;
-        let decode = DecodeTable::new(&code, |s| codec.suffix_bits(s));
+        let decode = DecodeTable::shared(codec as u8, &header.code_lengths, &code, |s| {
+            codec.suffix_bits(s)
+        });
         let crc_checked = Checked::new(n);
         let directory = Directory::new(&last_keys);
         let short_head = ahead::short_head(&header);
