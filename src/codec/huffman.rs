@@ -272,13 +272,34 @@ pub struct DecodeTable {
 /// The decode tables of the codes open in this process, by codec and code lengths, held
 /// weakly (a table no reader holds is dropped with its last reader).
 ///
-/// Why: the tables of one index often share a code. On uniform keys 10M, 100M and 1B keys
-/// give design 10's ten tables 4–5 distinct codes, and the 15 of a 60M-key m6c2r0 index 6.
-/// A query decodes in every table, and each lookup reads the 4 KiB first level of its table's
-/// code: ten of them take 40 KiB of a 48 KiB L1 cache that the blocks' lines stream through.
-/// Shared, the lanes look up in 16 KiB.
-static SHARED: std::sync::Mutex<Vec<(u8, Lengths, std::sync::Weak<DecodeTable>)>> =
-    std::sync::Mutex::new(Vec::new());
+/// Why: the tables of one index often share a code. On uniform keys 10M and 100M keys give
+/// design 10's ten tables 4–5 distinct codes, and a 60M-key m6c2r0 index's 15 tables 6. A
+/// query decodes in every table, and each lookup reads the 4 KiB first level of its table's
+/// code: ten of them take most of a 48 KiB L1 cache that the blocks' lines stream through.
+/// Shared, the lanes' lookups missed L1 139 times less a query on that 60M index (cachegrind:
+/// 327 misses a query, now 187; at 100M 117, now 79).
+type Shared = Vec<(u8, Lengths, std::sync::Weak<DecodeTable>)>;
+static SHARED: std::sync::Mutex<Shared> = std::sync::Mutex::new(Vec::new());
+
+/// `f` on the registry, unless it stays locked past a bounded wait: then `None`. Never
+/// blocks for good: a child forked while another thread of its parent held the lock would
+/// otherwise wait forever (it inherits the lock, not its holder), and sharing only saves
+/// cache lines.
+fn with_shared<T>(f: impl FnOnce(&mut Shared) -> T) -> Option<T> {
+    use std::sync::TryLockError;
+    for _ in 0..SHARED_TRIES {
+        match SHARED.try_lock() {
+            Ok(mut held) => return Some(f(&mut held)),
+            // A panic elsewhere while the lock was held leaves the list as it was: usable.
+            Err(TryLockError::Poisoned(e)) => return Some(f(&mut e.into_inner())),
+            Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
+/// Attempts at the registry's lock: a holder keeps it for a scan of a few entries.
+const SHARED_TRIES: usize = 10_000;
 
 impl DecodeTable {
     /// [`new`](Self::new) of the code of `lengths` (valid: [`Code::from_lengths`] accepts
@@ -290,19 +311,25 @@ impl DecodeTable {
         code: &Code,
         suffix_bits: impl Fn(u32) -> u32,
     ) -> std::sync::Arc<DecodeTable> {
-        // A panic elsewhere while the lock was held leaves the list as it was: usable.
-        let mut held = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        held.retain(|(_, _, t)| t.strong_count() > 0);
-        let found = held
-            .iter()
-            .find(|(c, l, _)| *c == codec && l == lengths)
-            .and_then(|(_, _, t)| t.upgrade());
-        if let Some(t) = found {
+        let find = |held: &mut Shared| {
+            held.retain(|(_, _, t)| t.strong_count() > 0);
+            held.iter()
+                .find(|(c, l, _)| *c == codec && l == lengths)
+                .and_then(|(_, _, t)| t.upgrade())
+        };
+        if let Some(Some(t)) = with_shared(find) {
             return t;
         }
+        // Built outside the lock; kept unless another thread registered the code meanwhile.
         let t = std::sync::Arc::new(DecodeTable::new(code, suffix_bits));
-        held.push((codec, *lengths, std::sync::Arc::downgrade(&t)));
-        t
+        with_shared(|held| match find(held) {
+            Some(other) => other,
+            None => {
+                held.push((codec, *lengths, std::sync::Arc::downgrade(&t)));
+                t.clone()
+            }
+        })
+        .unwrap_or(t)
     }
 
     /// The decode table of `code` (2^max_len entries); `suffix_bits(symbol)` is how many raw
@@ -563,5 +590,12 @@ mod tests {
         drop(g);
         let again = DecodeTable::shared(1, &l, &c, |s| s);
         assert_eq!(std::sync::Arc::strong_count(&again), 1);
+        // A registry locked for good (as a child forked while another thread held it finds
+        // it) costs the sharing, never the open.
+        let held = SHARED.lock().unwrap();
+        let alone = DecodeTable::shared(0, &l, &c, |s| 63 - s);
+        drop(held);
+        assert!(!std::sync::Arc::ptr_eq(&a, &alone));
+        assert_eq!(alone.lane_primary(), a.lane_primary());
     }
 }
