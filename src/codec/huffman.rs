@@ -214,7 +214,7 @@ fn package_merge(freqs: &[u64; NUM_SYMBOLS], limit: u32) -> Lengths {
 pub const PRIMARY_BITS: u32 = 8;
 
 /// Index width of the first level the vectorized decoder (`table::lanes`) reads: 2^10 entries
-/// (4 KiB). It decodes four probes per step and sends every code longer than its first level to
+/// (2 KiB: [`lane_entry`]). It decodes four probes per step and sends every code longer than its first level to
 /// a scalar step (a mispredicted branch and the general rule); at 1M keys per table 1.1% of
 /// deltas have codes longer than 8 bits, 0.3% longer than 10.
 pub const LANE_BITS: u32 = 10;
@@ -249,6 +249,31 @@ pub(crate) mod entry {
     }
 }
 
+/// The layout of an entry of the lanes' first level ([`DecodeTable::lane_primary`]): the same
+/// three fields as [`entry`]'s in 16 bits, `len | sym << 4 | total << 10` (a code of at most
+/// [`LANE_BITS`] bits, a symbol below 64, a delta of at most [`LANE_WINDOW_BITS`]), and
+/// [`LONG`](lane_entry::LONG) where the lanes take the scalar rule. Half the bytes of a u32
+/// entry: a query looks up in every table's code, and the first levels stay in L1 beside the
+/// blocks' lines.
+pub(crate) mod lane_entry {
+    /// Mask of the code length (the low 4 bits).
+    pub(crate) const LEN_MASK: u32 = 0xF;
+    /// Shift and mask of the symbol.
+    pub(crate) const SYM_SHIFT: i32 = 4;
+    pub(crate) const SYM_MASK: u32 = 0x3F;
+    /// Shift of the whole delta's length in bits (the top 6 bits).
+    pub(crate) const TOTAL_SHIFT: i32 = 10;
+    /// The lanes leave this entry to the scalar rule: above every entry they decode, whose
+    /// total is at most [`LANE_WINDOW_BITS`](super::LANE_WINDOW_BITS) < 63.
+    pub(crate) const LONG: u16 = u16::MAX;
+
+    /// The entry of a code of `len` bits for `sym`, whose delta takes `total` bits (each
+    /// within its field).
+    pub(crate) const fn pack(len: u32, sym: u32, total: u32) -> u16 {
+        (len | sym << SYM_SHIFT | total << TOTAL_SHIFT) as u16
+    }
+}
+
 /// Table-driven decoder: the next [`DecodeTable::bits`] stream bits index an entry holding the
 /// symbol and its code length, through a small first level (see [`PRIMARY_BITS`]).
 #[derive(Debug, Clone)]
@@ -262,7 +287,7 @@ pub struct DecodeTable {
     primary: Box<[u32; 1 << PRIMARY_BITS]>,
     /// The vectorized decoder's first level, over the next [`LANE_BITS`] stream bits
     /// ([`lane_primary`](Self::lane_primary)).
-    lane_primary: Box<[u32; 1 << LANE_BITS]>,
+    lane_primary: Box<[u16; 1 << LANE_BITS]>,
     /// `len | sym << 8 | (len + suffix_bits(sym)) << 16`: the code length, the symbol, and the
     /// bits a whole delta with this symbol takes (precomputed to shorten the decoder's dependency
     /// chain). 0 marks a bit pattern that starts no code (corrupt data).
@@ -349,15 +374,23 @@ impl DecodeTable {
         }
         let mut primary = Box::new([0u32; 1 << PRIMARY_BITS]);
         first_level(&entries, bits, &mut primary[..]);
-        let mut lane_primary = Box::new([0u32; 1 << LANE_BITS]);
-        first_level(&entries, bits, &mut lane_primary[..]);
+        let mut wide = [0u32; 1 << LANE_BITS];
+        first_level(&entries, bits, &mut wide[..]);
         // Everything the lanes leave to the scalar rule is LONG, so that one compare finds it:
-        // bits that start no code, and deltas wider than the window.
-        for e in lane_primary.iter_mut() {
-            if *e == 0 || *e >> entry::TOTAL_SHIFT > LANE_WINDOW_BITS {
-                *e = LONG;
+        // bits that start no code, codes that go on, and deltas wider than the window.
+        let lane_primary = Box::new(wide.map(|e| {
+            let (len, sym, total) = (
+                e & entry::LEN_MASK,
+                (e >> entry::SYM_SHIFT) & entry::SYM_MASK,
+                e >> entry::TOTAL_SHIFT,
+            );
+            if e == 0 || e == LONG || total > LANE_WINDOW_BITS {
+                lane_entry::LONG
+            } else {
+                // (A first-level code has at most LANE_BITS bits; a symbol is below 64.)
+                lane_entry::pack(len, sym, total)
             }
-        }
+        }));
         DecodeTable {
             bits,
             shift: 63 - bits,
@@ -403,13 +436,13 @@ impl DecodeTable {
     }
 
     /// The vectorized decoder's first level: entries for the next [`LANE_BITS`] stream bits
-    /// (`len | sym << 8 | total << 16`), [`LONG`] where the lanes take the scalar rule: where
-    /// the code goes on, where no code starts, and where the delta is wider than
-    /// [`LANE_WINDOW_BITS`]. Every other entry is at most
-    /// `entry::pack(0xFF, 0xFF, LANE_WINDOW_BITS)`.
+    /// ([`lane_entry`]: `len | sym << 4 | total << 10`), [`lane_entry::LONG`] where the lanes
+    /// take the scalar rule: where the code goes on, where no code starts, and where the delta
+    /// is wider than [`LANE_WINDOW_BITS`]. Every other entry is at most
+    /// `lane_entry::pack(0xF, 0x3F, LANE_WINDOW_BITS)`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by `table::lanes`
     #[inline]
-    pub(crate) fn lane_primary(&self) -> &[u32; 1 << LANE_BITS] {
+    pub(crate) fn lane_primary(&self) -> &[u16; 1 << LANE_BITS] {
         &self.lane_primary
     }
 
@@ -422,14 +455,16 @@ impl DecodeTable {
         let fast = self
             .lane_primary
             .iter()
-            .filter(|&&e| e != 0 && e != LONG && e >> entry::TOTAL_SHIFT <= bits)
+            .filter(|&&e| {
+                e != lane_entry::LONG && (e as u32) >> lane_entry::TOTAL_SHIFT <= bits
+            })
             .count();
         fast as f64 / self.lane_primary.len() as f64
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.primary.len() + self.lane_primary.len() + self.entries.capacity()) * 4
+        (self.primary.len() + self.entries.capacity()) * 4 + self.lane_primary.len() * 2
     }
 }
 

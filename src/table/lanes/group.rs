@@ -9,7 +9,7 @@ pub(super) const LANES: usize = 4;
 
 /// Where an idle lane points: eight readable bytes and a first-level table's worth of zeros,
 /// so the loads of idle lanes read valid memory without a branch.
-static IDLE: [u32; 1 << LANE_BITS] = [0; 1 << LANE_BITS];
+static IDLE: [u16; 1 << LANE_BITS] = [0; 1 << LANE_BITS];
 
 /// Four lanes of one field, aligned for vector loads and stores.
 #[repr(C, align(32))]

@@ -36,7 +36,7 @@ use super::Table;
 use super::cursor::Work;
 use super::multiscan::{Planned, PlannedProbes, ProbeStream};
 use crate::codec::Codec;
-use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, entry};
+use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, lane_entry as entry};
 use crate::error::Result;
 use group::{Group, LANES, V};
 use isa::{Avx2, Avx512, Isa, avx512};
@@ -226,7 +226,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
             while g.live() {
                 let act = ld!(&g.active);
                 // Each lane's stream word (big-endian, shifted to its bit) and first-level
-                // code entry (`huffman::entry`: length, symbol, total bits; or LONG), by
+                // code entry (`huffman::lane_entry`: length, symbol, total bits; or LONG), by
                 // scalar loads: four short chains (two AVX2 gathers instead made a query
                 // 1.3x slower on an EPYC). The position moves on here, in scalar code, so
                 // that the next step's loads wait for a scalar store, not for a vector one;
@@ -245,7 +245,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
                     let w = u64::from_be(at.read_unaligned()) << (p & 7);
                     // (Safe:) every lane's first level has 2^LANE_BITS entries; the index is
                     // the word's top LANE_BITS bits.
-                    let e = *(g.primary.0[i] as *const u32).add((w >> (64 - LANE_BITS)) as usize);
+                    let e = *(g.primary.0[i] as *const u16).add((w >> (64 - LANE_BITS)) as usize);
                     wl[i] = w;
                     el[i] = e as u64;
                     old[i] = p;
