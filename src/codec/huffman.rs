@@ -299,10 +299,11 @@ pub struct DecodeTable {
 ///
 /// Why: the tables of one index often share a code. On uniform keys 10M and 100M keys give
 /// design 10's ten tables 4–5 distinct codes, and a 60M-key m6c2r0 index's 15 tables 6. A
-/// query decodes in every table, and each lookup reads the 4 KiB first level of its table's
-/// code: ten of them take most of a 48 KiB L1 cache that the blocks' lines stream through.
-/// Shared, the lanes' lookups missed L1 139 times less a query on that 60M index (cachegrind:
-/// 327 misses a query, now 187; at 100M 117, now 79).
+/// query decodes in every table, and each lookup reads the first level of its table's
+/// code: ten 4 KiB first levels took most of a 48 KiB L1 cache that the blocks' lines stream
+/// through. Shared (and in 16-bit entries, [`lane_entry`]), a query of that 60M index misses
+/// L1 142 times instead of 327 (cachegrind), at 100M 71 times instead of 117
+/// (BENCHMARKS.md, part 22).
 type Shared = Vec<(u8, Lengths, std::sync::Weak<DecodeTable>)>;
 static SHARED: std::sync::Mutex<Shared> = std::sync::Mutex::new(Vec::new());
 
