@@ -285,15 +285,15 @@ impl<'a, const A: bool> Segments<'a, A> {
             );
         }
         let w = self.shape.offset_bits as u32;
-        // A reader without format 4 reads no index (its blocks have none).
-        let x = if A { self.shape.index_bits as u32 } else { 0 };
+        // A reader without format 4 reads no index (its blocks have none), and a search that
+        // does not ask for it leaves it below the bits it takes.
+        let x = if A && INDEX {
+            self.shape.index_bits as u32
+        } else {
+            0
+        };
         let bits = PARTIAL_BITS + w + x;
         let at = (j as u64 - 1) * self.shape.entry_bits as u64;
-        if !INDEX {
-            // The entry's top bits, its index left below them.
-            let v = bitio::peek(self.entries, at) >> (64 - PARTIAL_BITS - w);
-            return ((v >> w) as u16, v & ((1 << w) - 1), 0);
-        }
         // At most 48 bits from any bit: one window.
         let v = bitio::peek(self.entries, at) >> (64 - bits);
         let index = (v & ((1 << x) - 1)) as u32;
