@@ -48,6 +48,14 @@ struct Bucket {
     start: u32,
 }
 
+impl Bucket {
+    /// How many marks pass `test`: a branch-free count over the whole line.
+    #[inline(always)]
+    fn count(&self, test: impl Fn(u16) -> bool) -> usize {
+        self.marks.iter().map(|&m| test(m) as usize).sum()
+    }
+}
+
 /// Where in the last-key array a key's block is.
 #[derive(Debug, Default)]
 pub(crate) struct Directory {
@@ -176,7 +184,7 @@ impl Directory {
             // A branch-free count over the whole line (padding is `u16::MAX`, never below a
             // mark); the marks ascend, so the first not below is the only one that can equal
             // the key's (padding equal to `u16::MAX` then searches: harmless).
-            let below = b.marks.iter().map(|&m| (m < mark) as usize).sum::<usize>();
+            let below = b.count(|m| m < mark);
             if b.marks.get(below) != Some(&mark) {
                 let at = start + below;
                 return (at, at);
@@ -189,8 +197,7 @@ impl Directory {
         let end = self.buckets[s + 1].start as usize;
         let stride = (end - start).div_ceil(MARKS);
         let mark = self.position(key).1;
-        let below = b.marks.iter().map(|&m| (m < mark) as usize).sum::<usize>();
-        let not_above = b.marks.iter().map(|&m| (m <= mark) as usize).sum::<usize>();
+        let (below, not_above) = (b.count(|m| m < mark), b.count(|m| m <= mark));
         let lo = (start + below * stride).min(end);
         (lo, (start + (not_above + 1) * stride).min(end))
     }
