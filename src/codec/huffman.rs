@@ -328,15 +328,14 @@ fn with_shared<T>(f: impl FnOnce(&mut Shared) -> T) -> Option<T> {
 const SHARED_TRIES: usize = 10_000;
 
 impl DecodeTable {
-    /// [`new`](Self::new) of the code of `lengths` (valid: [`Code::from_lengths`] accepts
-    /// them), shared with every open reader of the same `codec` (a tag: codecs differ in
-    /// `suffix_bits`) and code.
+    /// [`new`](Self::new), shared with every open reader of the same `codec` (a tag: codecs
+    /// differ in `suffix_bits`) and code (its lengths).
     pub(crate) fn shared(
         codec: u8,
-        lengths: &Lengths,
         code: &Code,
         suffix_bits: impl Fn(u32) -> u32,
     ) -> std::sync::Arc<DecodeTable> {
+        let lengths = code.lengths();
         let find = |held: &mut Shared| {
             held.retain(|(_, _, t)| t.strong_count() > 0);
             held.iter()
@@ -617,22 +616,22 @@ mod tests {
         let mut other = [0u8; 64];
         other[60..].copy_from_slice(&[2, 2, 2, 2]);
         let (c, o) = (Code::from_lengths(&l).unwrap(), Code::from_lengths(&other).unwrap());
-        let a = DecodeTable::shared(0, &l, &c, |s| 63 - s);
-        let b = DecodeTable::shared(0, &l, &c, |s| 63 - s);
+        let a = DecodeTable::shared(0, &c, |s| 63 - s);
+        let b = DecodeTable::shared(0, &c, |s| 63 - s);
         assert!(std::sync::Arc::ptr_eq(&a, &b));
         // Another codec's, or another code's, is its own.
-        let g = DecodeTable::shared(200, &l, &c, |s| s);
-        let d = DecodeTable::shared(0, &other, &o, |s| 63 - s);
+        let g = DecodeTable::shared(200, &c, |s| s);
+        let d = DecodeTable::shared(0, &o, |s| 63 - s);
         assert!(!std::sync::Arc::ptr_eq(&a, &g) && !std::sync::Arc::ptr_eq(&a, &d));
         assert_eq!(d.lane_primary(), DecodeTable::new(&o, |s| 63 - s).lane_primary());
         // Held weakly: dropped with its last reader, then built anew.
         drop(g);
-        let again = DecodeTable::shared(200, &l, &c, |s| s);
+        let again = DecodeTable::shared(200, &c, |s| s);
         assert_eq!(std::sync::Arc::strong_count(&again), 1);
         // A registry locked for good (as a child forked while another thread held it finds
         // it) costs the sharing, never the open.
         let held = SHARED.lock().unwrap();
-        let alone = DecodeTable::shared(0, &l, &c, |s| 63 - s);
+        let alone = DecodeTable::shared(0, &c, |s| 63 - s);
         drop(held);
         assert!(!std::sync::Arc::ptr_eq(&a, &alone));
         assert_eq!(alone.lane_primary(), a.lane_primary());

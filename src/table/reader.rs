@@ -243,9 +243,7 @@ impl<D: AsRef<[u8]>> Table<D> {
         }
         let code = Code::from_lengths(&header.code_lengths).expect("validated by Header::decode");
         let codec = header.codec;
-        let decode = DecodeTable::shared(codec as u8, &header.code_lengths, &code, |s| {
-            codec.suffix_bits(s)
-        });
+        let decode = DecodeTable::shared(codec as u8, &code, |s| codec.suffix_bits(s));
         let crc_checked = Checked::new(n);
         let directory = Directory::new(&last_keys);
         let short_head = ahead::short_head(&header);
