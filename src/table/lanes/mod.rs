@@ -36,7 +36,7 @@ use super::Table;
 use super::cursor::Work;
 use super::multiscan::{Planned, PlannedProbes, ProbeStream};
 use crate::codec::Codec;
-use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, lane_entry as entry};
+use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, lane_entry};
 use crate::error::Result;
 use group::{Group, LANES, V};
 use isa::{Avx2, Avx512, Isa, avx512};
@@ -212,15 +212,16 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
         // one is inlined into, whose caller checked the CPU; the loads are safe where each
         // says so below.
         unsafe {
-            let len_mask = _mm256_set1_epi64x(entry::LEN_MASK as i64);
-            let sym_mask = _mm256_set1_epi64x(entry::SYM_MASK as i64);
+            let len_mask = _mm256_set1_epi64x(lane_entry::LEN_MASK as i64);
+            let sym_mask = _mm256_set1_epi64x(lane_entry::SYM_MASK as i64);
             let ones = _mm256_set1_epi64x(-1);
             let msb = _mm256_set1_epi64x(MSB as i64);
             // The largest entry the vector path decodes (`DecodeTable::lane_primary`).
-            let short =
-                _mm256_set1_epi64x(
-                    entry::pack(entry::LEN_MASK, entry::SYM_MASK, WINDOW_BITS) as i64
-                );
+            let short = _mm256_set1_epi64x(lane_entry::pack(
+                lane_entry::LEN_MASK,
+                lane_entry::SYM_MASK,
+                WINDOW_BITS,
+            ) as i64);
             let kv = _mm256_set1_epi64x(k as i64);
             let zero = _mm256_setzero_si256();
             while g.live() {
@@ -249,7 +250,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
                     wl[i] = w;
                     el[i] = e as u64;
                     old[i] = p;
-                    nl[i] = p + (e >> entry::TOTAL_SHIFT) as u64;
+                    nl[i] = p + (e >> lane_entry::TOTAL_SHIFT) as u64;
                     g.pos.0[i] = nl[i];
                     // The stream two lines on, asked for now (`STREAM_AHEAD`).
                     _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>().wrapping_add(STREAM_AHEAD));
@@ -258,7 +259,8 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
                 let e = ld!(&V(el));
                 let next = ld!(&V(nl));
                 let l = _mm256_and_si256(e, len_mask);
-                let h = _mm256_and_si256(_mm256_srli_epi64::<{ entry::SYM_SHIFT }>(e), sym_mask);
+                let h =
+                    _mm256_and_si256(_mm256_srli_epi64::<{ lane_entry::SYM_SHIFT }>(e), sym_mask);
                 let prev = ld!(&g.prev);
                 let bit = _mm256_srlv_epi64(msb, h);
                 // Rare: no code, a long one or a delta wider than the window (all LONG in
