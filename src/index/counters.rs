@@ -1,7 +1,8 @@
 //! What queries cost, counted as they run: [`QueryCounters`], as an operator reads them, and
 //! the sharded atomic counters threads add to.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 
 #[cfg(doc)]
 use super::Index;
@@ -24,18 +25,25 @@ pub struct QueryCounters {
     pub candidates: u64,
 }
 
-/// [`QueryCounters`] as threads add to them: one set per shard, each on cache lines of its own,
-/// a thread adding to the shard it was given. With one set, every query of every thread wrote
-/// the same line: two threads calling `near` on two cores made 0.91x the queries per second
-/// they made with no counting at all, and 0.97x with the shards (medians of six runs,
-/// BENCHMARKS.md, part 8); a line passed among more cores costs more.
+/// [`QueryCounters`] as threads add to them: one set per shard, each on cache lines of its own.
+///
+/// With one set, every query of every thread wrote the same line: two threads calling `near`
+/// on two cores made 0.91x the queries per second they made with no counting at all, and 0.97x
+/// with shards (medians of six runs, BENCHMARKS.md, part 8). A thread that holds one of the
+/// [`OWNED_SHARDS`] alone (a `Slot`) adds with plain loads and stores, since no other thread
+/// writes its lines: five locked adds a call cost a `near` at 1M keys about 4% of its time
+/// (B/A 0.96 without them, part 23). Threads beyond those share the last [`SHARED_SHARDS`]
+/// with atomic adds. Either way every count is exact.
 #[derive(Debug)]
 pub(crate) struct AtomicCounters {
     shards: Box<[CounterShard]>,
 }
 
-/// Shards of [`AtomicCounters`]: threads beyond this many share them.
-const COUNTER_SHARDS: usize = 32;
+/// Shards one thread at a time holds alone (a `Slot`): a bit each of [`Slots`]' `taken`.
+const OWNED_SHARDS: usize = 32;
+
+/// Shards the threads that hold none share, adding atomically.
+const SHARED_SHARDS: usize = 8;
 
 /// One shard: 40 bytes, aligned to 128 (two lines: the CPU's adjacent-line prefetch pairs them).
 #[derive(Debug, Default)]
@@ -48,33 +56,120 @@ struct CounterShard {
     candidates: AtomicU64,
 }
 
+impl CounterShard {
+    /// Add `queries` and `w`, as the only thread that writes this shard: no locked
+    /// instruction (a reader's `Relaxed` load still sees a whole value).
+    #[inline]
+    fn add_owned(&self, queries: u64, w: &Work) {
+        let add = |c: &AtomicU64, x: u64| c.store(c.load(Relaxed).wrapping_add(x), Relaxed);
+        add(&self.queries, queries);
+        add(&self.probes, w.probes);
+        add(&self.blocks, w.blocks);
+        add(&self.keys, w.keys);
+        add(&self.candidates, w.candidates);
+    }
+
+    /// Add `queries` and `w` atomically, on a shard other threads write too.
+    #[inline]
+    fn add_shared(&self, queries: u64, w: &Work) {
+        self.queries.fetch_add(queries, Relaxed);
+        self.probes.fetch_add(w.probes, Relaxed);
+        self.blocks.fetch_add(w.blocks, Relaxed);
+        self.keys.fetch_add(w.keys, Relaxed);
+        self.candidates.fetch_add(w.candidates, Relaxed);
+    }
+}
+
 impl Default for AtomicCounters {
     fn default() -> Self {
         AtomicCounters {
-            shards: (0..COUNTER_SHARDS)
+            shards: (0..OWNED_SHARDS + SHARED_SHARDS)
                 .map(|_| CounterShard::default())
                 .collect(),
         }
     }
 }
 
-/// The shard of the calling thread: threads are numbered in the order they first count.
-fn counter_shard() -> usize {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Relaxed) as usize % COUNTER_SHARDS;
+/// Which owned shards are taken, a bit each: a thread owns shard `s` of every
+/// [`AtomicCounters`] while it holds bit `s` of the process's [`SLOTS`].
+#[derive(Debug, Default)]
+struct Slots {
+    taken: AtomicU32,
+    /// The shared shard the next thread without an owned one adds to.
+    next: AtomicUsize,
+}
+
+/// The process's slots.
+static SLOTS: Slots = Slots {
+    taken: AtomicU32::new(0),
+    next: AtomicUsize::new(0),
+};
+
+/// A thread's shard: one it took alone (its bit given back when the thread ends, so that a
+/// server's threads come and go without running out), or one of the shared ones.
+struct Slot {
+    shard: usize,
+    owned: bool,
+    from: &'static Slots,
+}
+
+impl Slots {
+    /// Take the lowest free owned shard, or else a shared one (in turn).
+    fn take(&'static self) -> Slot {
+        let mut taken = self.taken.load(Relaxed);
+        while taken != u32::MAX {
+            let s = (!taken).trailing_zeros();
+            // Acquire: what the shard's last holder added happened before this thread's
+            // first load of it (its `Slot::drop` released the bit).
+            match self
+                .taken
+                .compare_exchange_weak(taken, taken | 1 << s, Acquire, Relaxed)
+            {
+                Ok(_) => {
+                    return Slot {
+                        shard: s as usize,
+                        owned: true,
+                        from: self,
+                    };
+                }
+                Err(now) => taken = now,
+            }
+        }
+        Slot {
+            shard: OWNED_SHARDS + self.next.fetch_add(1, Relaxed) % SHARED_SHARDS,
+            owned: false,
+            from: self,
+        }
     }
-    SHARD.with(|s| *s)
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.owned {
+            // Release: this thread's stores to the shard happen before the next holder's loads.
+            self.from.taken.fetch_and(!(1 << self.shard), Release);
+        }
+    }
+}
+
+thread_local! {
+    static SLOT: Slot = SLOTS.take();
 }
 
 impl AtomicCounters {
+    /// Add `queries` queries and the work `w` they did, to the calling thread's shard.
     pub(crate) fn add(&self, queries: u64, w: &Work) {
-        let s = &self.shards[counter_shard()];
-        s.queries.fetch_add(queries, Relaxed);
-        s.probes.fetch_add(w.probes, Relaxed);
-        s.blocks.fetch_add(w.blocks, Relaxed);
-        s.keys.fetch_add(w.keys, Relaxed);
-        s.candidates.fetch_add(w.candidates, Relaxed);
+        // A thread whose locals are being torn down (a counter added from a destructor)
+        // adds to a shared shard.
+        let (shard, owned) = SLOT
+            .try_with(|s| (s.shard, s.owned))
+            .unwrap_or((OWNED_SHARDS, false));
+        let s = &self.shards[shard];
+        if owned {
+            s.add_owned(queries, w);
+        } else {
+            s.add_shared(queries, w);
+        }
     }
 
     pub(crate) fn read(&self) -> QueryCounters {
@@ -94,11 +189,35 @@ impl AtomicCounters {
 mod tests {
     use super::*;
 
+    /// Owned shards go to one thread at a time, lowest first, and come back when their
+    /// holders end; past them, threads share the shared shards in turn.
+    #[test]
+    fn slots_are_owned_alone_and_given_back() {
+        let slots: &'static Slots = Box::leak(Box::default());
+        let mut held: Vec<Slot> = (0..OWNED_SHARDS).map(|_| slots.take()).collect();
+        assert!(
+            held.iter()
+                .enumerate()
+                .all(|(i, s)| s.owned && s.shard == i)
+        );
+        let extra = [slots.take(), slots.take()];
+        assert!(extra.iter().all(|s| !s.owned));
+        assert_eq!(
+            (extra[0].shard, extra[1].shard),
+            (OWNED_SHARDS, OWNED_SHARDS + 1)
+        );
+        drop(held.remove(5));
+        let again = slots.take();
+        assert!(again.owned && again.shard == 5);
+        drop(extra);
+        assert_eq!(slots.taken.load(Relaxed), u32::MAX);
+    }
+
     /// Counts added from more threads than there are shards sum exactly.
     #[test]
     fn counters_from_many_threads_sum_exactly() {
         let c = AtomicCounters::default();
-        let threads = COUNTER_SHARDS + 5;
+        let threads = OWNED_SHARDS + SHARED_SHARDS + 5;
         std::thread::scope(|s| {
             for t in 0..threads as u64 {
                 let c = &c;
