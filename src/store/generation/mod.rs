@@ -6,7 +6,7 @@
 //! compaction. A generation replaced by a newer one is *retired*: its directory is removed when
 //! the last reader holding it (an `Arc<Generation>`) lets go.
 //!
-//! Writing one is [`write`]'s ([`write_generation`]).
+//! Writing one is [`write`](mod@write)'s ([`write_generation`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
