@@ -16,10 +16,9 @@
 use libfuzzer_sys::fuzz_target;
 use simdex::checksum::crc_at;
 use simdex::codec::Codec;
-use simdex::table::{Histogram, Table, TableOptions, TableWriter};
-
-const HEADER: usize = 176;
-const TRAILER: usize = 32;
+use simdex::table::block::block_crc;
+use simdex::table::format::{HEADER_LEN as HEADER, TRAILER_LEN as TRAILER};
+use simdex::table::{Table, TableOptions, build_bytes};
 
 fuzz_target!(|input: &[u8]| {
     let Some((&flags, data)) = input.split_first() else {
@@ -88,7 +87,7 @@ fn reseal(b: &mut [u8]) {
     }
     for i in 0..blocks as usize {
         let off = HEADER + i * size;
-        let crc = crc_at(off as u64, &b[off..off + size - 4]);
+        let crc = block_crc(off as u64, &b[off..off + size - 4]);
         b[off + size - 4..off + size].copy_from_slice(&crc.to_le_bytes());
     }
     let f = foot as usize;
@@ -134,12 +133,7 @@ fn built(flags: u8, input: &[u8]) -> Option<Vec<u8>> {
                 .with_aligned_prefix(64 - spread + 6)
         }
     }
-    let mut hist = Histogram::new(codec);
-    keys.iter().try_for_each(|&k| hist.add(k)).ok()?;
-    let mut w = TableWriter::new(std::io::Cursor::new(Vec::new()), &opts, &hist).ok()?;
-    keys.iter().try_for_each(|&k| w.add(k)).ok()?;
-    let (cursor, _) = w.finish().ok()?;
-    let mut b = cursor.into_inner();
+    let mut b = build_bytes(&keys, &opts).ok()?;
     for e in edits.chunks_exact(3) {
         let at = u16::from_le_bytes([e[0], e[1]]) as usize;
         let len = b.len();
