@@ -45,8 +45,8 @@ impl<D: AsRef<[u8]>> Table<D> {
 
     /// Whether [`slice_of`](Self::slice_of) prefetched the block its search finds.
     #[inline]
-    pub(crate) fn block_prefetched(&self, (from, to): (u32, u32)) -> bool {
-        from == to && from != NO_SLOT
+    pub(crate) fn block_prefetched(&self, slice: (u32, u32)) -> bool {
+        decided(slice).is_some()
     }
 
     /// Third round: [`find_block`](Self::find_block) of `key`, among the blocks `from..to`
@@ -56,11 +56,11 @@ impl<D: AsRef<[u8]>> Table<D> {
     /// plan's loop for [`search_block_in`](Self::search_block_in) (the call and its empty
     /// search cost 20–40 instructions a probe at 1B-like sizes).
     #[inline(always)]
-    pub(crate) fn find_block_in(&self, key: u64, (from, to): (u32, u32)) -> usize {
-        if from == to && from != NO_SLOT {
-            return from as usize;
+    pub(crate) fn find_block_in(&self, key: u64, slice: (u32, u32)) -> usize {
+        match decided(slice) {
+            Some(b) => b,
+            None => self.search_block_in(key, slice),
         }
-        self.search_block_in(key, (from, to))
     }
 
     /// [`find_block_in`](Self::find_block_in) by a search of the last keys.
@@ -172,6 +172,13 @@ impl<D: AsRef<[u8]>> Table<D> {
         *entry = e;
         *shape = Some(segs.shape());
     }
+}
+
+/// The block a slice from [`Table::slice_of`] names by itself (its bucket decided it), if it
+/// does: the one test behind both [`Table::block_prefetched`] and the search's shortcut.
+#[inline(always)]
+fn decided((from, to): (u32, u32)) -> Option<usize> {
+    (from == to && from != NO_SLOT).then_some(from as usize)
 }
 
 /// Whether [`Table::prefetch_block`] asks for [`SHORT_HEAD_LINES`] of a table's checked
