@@ -57,11 +57,9 @@ struct CounterShard {
 }
 
 impl CounterShard {
-    /// Add `queries` and `w`, as the only thread that writes this shard: no locked
-    /// instruction (a reader's `Relaxed` load still sees a whole value).
-    #[inline]
-    fn add_owned(&self, queries: u64, w: &Work) {
-        let add = |c: &AtomicU64, x: u64| c.store(c.load(Relaxed).wrapping_add(x), Relaxed);
+    /// Add `queries` and `w` to each field by `add`.
+    #[inline(always)]
+    fn add_by(&self, queries: u64, w: &Work, add: impl Fn(&AtomicU64, u64)) {
         add(&self.queries, queries);
         add(&self.probes, w.probes);
         add(&self.blocks, w.blocks);
@@ -69,14 +67,21 @@ impl CounterShard {
         add(&self.candidates, w.candidates);
     }
 
+    /// Add `queries` and `w`, as the only thread that writes this shard: no locked
+    /// instruction (a reader's `Relaxed` load still sees a whole value).
+    #[inline]
+    fn add_owned(&self, queries: u64, w: &Work) {
+        self.add_by(queries, w, |c, x| {
+            c.store(c.load(Relaxed).wrapping_add(x), Relaxed)
+        });
+    }
+
     /// Add `queries` and `w` atomically, on a shard other threads write too.
     #[inline]
     fn add_shared(&self, queries: u64, w: &Work) {
-        self.queries.fetch_add(queries, Relaxed);
-        self.probes.fetch_add(w.probes, Relaxed);
-        self.blocks.fetch_add(w.blocks, Relaxed);
-        self.keys.fetch_add(w.keys, Relaxed);
-        self.candidates.fetch_add(w.candidates, Relaxed);
+        self.add_by(queries, w, |c, x| {
+            c.fetch_add(x, Relaxed);
+        });
     }
 }
 
