@@ -173,6 +173,15 @@ impl StagedDir {
         let staged = self.staging.keep();
         if let Err(e) = std::fs::rename(&staged, &self.out) {
             let _ = std::fs::remove_dir_all(&staged);
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists
+            ) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} was created by another process meanwhile; nothing was replaced",
+                    self.out.display()
+                )));
+            }
             return Err(Error::io(self.out, "rename into place", e));
         }
         sync_dir(&self.parent)

@@ -59,6 +59,23 @@ pub enum Weights {
 }
 
 impl DocArgs {
+    /// The same reading settings, for other paths (set `paths`), with nothing spooled or
+    /// learned.
+    pub fn clone_settings(&self) -> DocArgs {
+        DocArgs {
+            paths: self.paths.clone(),
+            html: self.html,
+            jsonl: self.jsonl,
+            shingle: self.shingle,
+            idf: self.idf.clone(),
+            strict: self.strict,
+            quiet: self.quiet,
+            corpus_idf: None,
+            silent_skips: false,
+            spooled: Vec::new(),
+        }
+    }
+
     /// Copy every input that can be read only once (`-`, `/dev/stdin`, `<(cmd)`, a FIFO) into an
     /// anonymous temporary file, so that the passes after this one read the same documents.
     pub fn spool_once_only_inputs(&mut self) -> Result<()> {
@@ -312,6 +329,14 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     if a.jsonl {
         for p in &a.paths {
             let (reader, name) = a.open_input(p)?;
+            let reader: Box<dyn BufRead + Send> = match name.extension().is_some_and(|x| x == "gz")
+            {
+                true => Box::new(BufReader::with_capacity(
+                    1 << 20,
+                    flate2::read::MultiGzDecoder::new(reader),
+                )),
+                false => reader,
+            };
             // Lines as bytes: one that is not UTF-8 is a bad line like any other, not the end of
             // the file.
             let mut lines = reader.split(b'\n').enumerate();
@@ -370,8 +395,19 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
             let read: Vec<Result<Doc>> = chunk
                 .par_iter()
                 .map(|p| {
+                    let id = p.display().to_string();
+                    if id.contains(['\t', '\n']) {
+                        // Ids are written as tab-separated columns.
+                        return Err(Error::Parse {
+                            path: None,
+                            location: format!("file {id:?}"),
+                            message: "its path contains a tab or newline (ids are written \
+                                      as tab-separated columns): rename it"
+                                .into(),
+                        });
+                    }
                     Ok(Doc {
-                        id: p.display().to_string(),
+                        id,
                         text: read_text(a, p)?,
                     })
                 })

@@ -3,12 +3,11 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use simdex::store::{
-    CreateOptions, DocId, Document, IngestOptions, LEARN_DOCS, Recipe, Store, StoreOptions,
-    SyncPolicy, Verdict,
+    CreateOptions, DocId, Document, IngestOptions, LEARN_DOCS, MIN_LEARN_DOCS, Recipe, Store,
+    StoreOptions, SyncPolicy, Verdict,
 };
 use simdex::{Error, Result};
 
@@ -27,7 +26,8 @@ pub struct IngestArgs {
     #[arg(long)]
     pub jsonl: bool,
     /// Documents are HTML (their visible text is hashed). Fixed by the recipe at creation; an
-    /// existing store refuses a different setting.
+    /// existing store reads its documents as its recipe says (HTML or not) and refuses --html
+    /// if it reads plain text.
     #[arg(long)]
     pub html: bool,
     /// Fingerprint features are shingles of N words. Fixed at creation (default 2); an
@@ -48,21 +48,29 @@ pub struct IngestArgs {
     #[arg(long, default_value_t = 1_000_000)]
     pub expected: u64,
     /// When creating: feature weights of the recipe. auto = count with --verify (the widest
-    /// net for verification), else idf; idf is learned from the first --learn documents.
+    /// net for verification), else idf when the creating run (or --learn-from) holds at least
+    /// --learn documents, else count; idf is learned from the first --learn documents, at
+    /// least 1000. An existing store refuses a setting other than its own.
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
     pub weights: Weights,
-    /// When creating with idf weights: learn them from the first N documents, at most 1000000
-    /// (they are held in memory until then, and checked and stored with the frozen weights once
-    /// learned, like every later one).
-    #[arg(long, default_value_t = LEARN_DOCS as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub learn: u64,
+    /// When creating with idf weights: learn them from the first N documents (default 10000;
+    /// 1000 to 1000000: they are held in memory until then, and checked and stored with the
+    /// frozen weights once learned, like every later one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(MIN_LEARN_DOCS as u64..=1_000_000))]
+    pub learn: Option<u64>,
+    /// When creating: learn the recipe's idf weights from these documents (read like the
+    /// input: files, directories, JSONL with --jsonl) instead of the input's first ones, so
+    /// that the store's answers do not depend on what its first run holds. Not stored.
+    #[arg(long, num_args = 1..)]
+    pub learn_from: Vec<PathBuf>,
     /// Documents checked and stored per step, 1 to 1000000: a step's lines are written once it
     /// is durable. Larger steps keep both cores busier and hold more text in memory (two steps'
     /// worth: the one checked and the one read ahead).
     #[arg(long, default_value_t = BATCH as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub batch: u64,
-    /// Duplicate lines go to this file (written atomically at the end); standard output,
-    /// a chunk at a time as it is stored, if absent.
+    /// Duplicate lines go to this file (written atomically at the end, or at an interrupt
+    /// with the lines of the steps done); standard output, a step at a time as it is stored,
+    /// if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Log sync policy: per-write (the default: every step of --batch documents is durable
@@ -85,14 +93,6 @@ const BATCH: usize = 1 << 16;
 
 /// The k of a new document store created to verify (and to not verify).
 pub const DEFAULT_K: (u32, u32) = (7, 3);
-
-/// A canonical decimal u64 is a numeric id (the compact path); anything else a string id.
-fn doc_id(id: &str) -> DocId {
-    match id.parse::<u64>() {
-        Ok(n) if n.to_string() == id => DocId::Num(n),
-        _ => DocId::Key(Arc::from(id)),
-    }
-}
 
 /// Run `ingest`.
 pub fn ingest(a: IngestArgs) -> Result<()> {
@@ -130,56 +130,71 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let mut store: Option<Store> = None;
     let mut learning: Vec<Doc> = Vec::new();
     if Store::is_store(&a.dir) {
-        let s = open(&a.dir, &opts)?;
-        let recipe = s.recipe().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{} is a store of raw fingerprints (made by `simdex insert`): ingest needs a \
-                 document store; ingest into a new directory",
-                a.dir.display()
-            ))
-        })?;
-        recipe.check_request(a.shingle, Some(a.html))?;
-        store = Some(s);
+        store = Some(open_existing(&a, &opts)?);
     }
-    let (mut new, mut dups, mut empty) = (0u64, 0u64, 0u64);
-    let mut run = |w: &mut dyn Write, store: &Store, chunk: &[Doc]| -> Result<()> {
-        if let Some(code) = crate::interrupt::exit_code() {
-            store.flush()?;
-            eprintln!(
-                "simdex: interrupted: {} documents checked and {new} stored in {} (synced); \
-                 the rest of the input was not read",
-                new + dups + empty,
+    // A sample to learn the weights from, when creating.
+    let sample: Option<Vec<Doc>> = match (&store, a.learn_from.is_empty()) {
+        (_, true) => None,
+        (Some(_), false) => {
+            return Err(Error::InvalidArgument(format!(
+                "--learn-from applies when creating a store; {} exists (its recipe is fixed)",
                 a.dir.display()
-            );
-            std::process::exit(code.into());
+            )));
         }
-        let ids: Vec<DocId> = chunk.iter().map(|d| doc_id(&d.id)).collect();
-        let input: Vec<Document<'_>> = chunk
-            .iter()
-            .zip(&ids)
-            .map(|(d, id)| Document { id, text: &d.text })
-            .collect();
-        let verdicts = store.ingest(&input, &check)?;
-        if per_batch {
-            store.flush()?;
+        (None, false) => {
+            let mut from = DocArgs {
+                paths: a.learn_from.clone(),
+                quiet: true,
+                ..docs.clone_settings()
+            };
+            from.strict = a.strict;
+            let mut v = Vec::new();
+            read_docs(&from, |chunk| {
+                v.extend(chunk);
+                Ok(())
+            })?;
+            Some(v)
         }
-        for (d, v) in chunk.iter().zip(verdicts) {
-            match v {
-                Verdict::Duplicate { id, similarity, .. } => {
-                    dups += 1;
-                    writeln!(w, "{}\t{id}\t{similarity:.4}", d.id).map_err(crate::util::out_err)?;
-                }
-                Verdict::Empty => empty += 1,
-                _ => new += 1,
+    };
+    let (mut new, mut dups, mut empty, mut again) = (0u64, 0u64, 0u64, 0u64);
+    let stopped = std::cell::Cell::new(false);
+    let mut run = |w: &mut dyn Write, store: &Store, docs: &[Doc]| -> Result<()> {
+        for chunk in docs.chunks(a.batch as usize) {
+            if crate::interrupt::signalled().is_some() {
+                stopped.set(true);
+                return Ok(());
             }
+            let ids: Vec<DocId> = chunk.iter().map(|d| DocId::parse(&d.id)).collect();
+            let input: Vec<Document<'_>> = chunk
+                .iter()
+                .zip(&ids)
+                .map(|(d, id)| Document { id, text: &d.text })
+                .collect();
+            let verdicts = store.ingest(&input, &check)?;
+            if per_batch {
+                store.flush()?;
+            }
+            for (d, v) in chunk.iter().zip(verdicts) {
+                match v {
+                    Verdict::Duplicate { id, similarity, .. } => {
+                        dups += 1;
+                        writeln!(w, "{}\t{id}\t{similarity:.4}", d.id)
+                            .map_err(crate::util::out_err)?;
+                    }
+                    Verdict::Empty => empty += 1,
+                    Verdict::AlreadyStored => again += 1,
+                    _ => new += 1,
+                }
+            }
+            w.flush().map_err(crate::util::out_err)?;
         }
-        w.flush().map_err(crate::util::out_err)
+        Ok(())
     };
     // Documents read before the store is created: the weights' sample (none for count).
     let batch = a.batch as usize;
-    let learn = match learns_idf(&a) {
-        true => (a.learn as usize).max(1),
-        false => 1,
+    let learn = match (learns_idf(&a, usize::MAX), &sample) {
+        (true, None) => learn_docs(&a),
+        _ => 1,
     };
     // Documents are checked a batch at a time: the library hashes one group of 4096 while it
     // checks and writes the one before, so a batch of several groups keeps both cores busy.
@@ -197,12 +212,17 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                 for chunk in rx {
                     learning.extend(chunk);
                     if store.is_none() && learning.len() >= learn {
-                        store = Some(create(&a, &opts, &learning)?);
+                        store = Some(create(&a, &opts, sample.as_deref().unwrap_or(&learning))?);
                     }
                     if let Some(s) = &store
                         && learning.len() >= batch
                     {
-                        run(w, s, &std::mem::take(&mut learning))?;
+                        let whole = learning.len() / batch * batch;
+                        let rest = learning.split_off(whole);
+                        run(w, s, &std::mem::replace(&mut learning, rest))?;
+                        if stopped.get() {
+                            return Ok(());
+                        }
                     }
                 }
                 Ok(())
@@ -212,10 +232,14 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                 .join()
                 .unwrap_or_else(|_| Err(Error::InvalidArgument("the input reader failed".into())));
             checked?;
+            if stopped.get() {
+                // The reader stopped because nothing reads its chunks any more.
+                return Ok((0, 0));
+            }
             let counts = counts?;
             if store.is_none() {
                 // The whole input fit in the learning sample.
-                store = Some(create(&a, &opts, &learning)?);
+                store = Some(create(&a, &opts, sample.as_deref().unwrap_or(&learning))?);
             }
             if let Some(s) = &store {
                 run(w, s, &learning)?;
@@ -232,19 +256,33 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     };
     let store = store.expect("created above");
     store.flush()?;
-    if !a.quiet {
+    let summary = format!(
+        "{} documents: {dups} near-duplicates of stored ones, {new} new (stored), {again} \
+         already stored under their ids, {empty} without words (not stored){} into {} in {:.2?}",
+        new + dups + empty + again,
+        if bad > 0 {
+            format!("; {bad} bad lines skipped")
+        } else {
+            String::new()
+        },
+        a.dir.display(),
+        start.elapsed()
+    );
+    if stopped.get() {
+        let code = crate::interrupt::exit_code().unwrap_or(130);
         eprintln!(
-            "{} documents: {dups} near-duplicates of stored ones, {new} new (stored), {empty} \
-             without words (not stored){} into {} in {:.2?}",
-            new + dups + empty,
-            if bad > 0 {
-                format!("; {bad} bad lines skipped")
-            } else {
-                String::new()
-            },
-            a.dir.display(),
-            start.elapsed()
+            "simdex: interrupted: {summary} (synced; the lines of every document checked are \
+             written{}); the rest of the input was not read: run the same input again, and the \
+             documents already stored are reported as such, not as duplicates",
+            match &a.out {
+                Some(p) => format!(" to {}", p.display()),
+                None => String::new(),
+            }
         );
+        std::process::exit(code.into());
+    }
+    if !a.quiet {
+        eprintln!("{summary}");
     }
     // The process ends next: the store is synced and checked (`flush` above reports a failed
     // background compaction as `close` would) and its lock goes with the process, so its
@@ -252,6 +290,40 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     // documents took 0.4 s to free).
     std::mem::forget(store);
     Ok(())
+}
+
+/// Open the existing store `a.dir`: a document store whose recipe matches what the request
+/// names (a setting left out means the store's).
+fn open_existing(a: &IngestArgs, opts: &StoreOptions) -> Result<Store> {
+    let s = open(&a.dir, opts)?;
+    let recipe = s.recipe().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{} is a store of raw fingerprints (made by `simdex insert`): ingest needs a \
+             document store; ingest into a new directory",
+            a.dir.display()
+        ))
+    })?;
+    recipe.check_request(a.shingle, a.html.then_some(true))?;
+    let has_idf = recipe.weights().is_some();
+    let asked = match a.weights {
+        Weights::Auto => None,
+        Weights::Count => Some(false),
+        Weights::Idf => Some(true),
+    };
+    if asked.is_some_and(|w| w != has_idf) || (a.learn.is_some() && !has_idf) {
+        let name = |idf: bool| if idf { "idf" } else { "count" };
+        return Err(Error::InvalidArgument(format!(
+            "{}'s recipe has {} weights; this request asks for {} (a store's weights are fixed \
+             when it is created)",
+            a.dir.display(),
+            name(has_idf),
+            match asked {
+                Some(w) => name(w).to_string(),
+                None => "idf weights learned anew (--learn)".into(),
+            }
+        )));
+    }
+    Ok(s)
 }
 
 fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
@@ -262,20 +334,33 @@ fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
     Ok(s)
 }
 
-/// Whether a new store's recipe has IDF weights, learned from the first `--learn` documents.
-fn learns_idf(a: &IngestArgs) -> bool {
+/// The number of documents idf weights are learned from.
+fn learn_docs(a: &IngestArgs) -> usize {
+    a.learn.unwrap_or(LEARN_DOCS as u64) as usize
+}
+
+/// Whether a new store's recipe has IDF weights, given `available` documents to learn from:
+/// auto weights are idf without --verify when there are --learn of them (fewer would freeze
+/// weights of a small start into the store: count weights then).
+fn learns_idf(a: &IngestArgs, available: usize) -> bool {
+    let enough = match a.learn_from.is_empty() {
+        true => learn_docs(a),
+        false => MIN_LEARN_DOCS,
+    };
     match a.weights {
-        Weights::Auto => a.verify.is_none() && a.learn > 0,
+        Weights::Auto => a.verify.is_none() && available >= enough,
         Weights::Count => false,
         Weights::Idf => true,
     }
 }
 
-/// Create the store with a recipe learned from `sample` (the first documents), and open it.
+/// Create the store with a recipe learned from `sample` (the first documents, or
+/// --learn-from's), and open it. A store another process created meanwhile is opened instead.
 fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
     let shingle = a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE);
     let shape = Default::default();
-    let recipe = match learns_idf(a) {
+    let idf = learns_idf(a, sample.len());
+    let recipe = match idf {
         false => Recipe::new(shingle, a.html, shape, None)?,
         true => Recipe::learn(
             shingle,
@@ -283,7 +368,10 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
             shape,
             sample
                 .iter()
-                .take(a.learn as usize)
+                .take(match a.learn_from.is_empty() {
+                    true => learn_docs(a),
+                    false => a.learn.map_or(usize::MAX, |n| n as usize),
+                })
                 .map(|d| d.text.as_str()),
         )?,
     };
@@ -291,16 +379,28 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
         Some(_) => DEFAULT_K.0,
         None => DEFAULT_K.1,
     });
-    Store::create(
+    let made = Store::create(
         &a.dir,
         &CreateOptions::default()
             .with_k(k)
             .with_expected_keys(a.expected)
             .with_recipe(Some(recipe.clone())),
-    )?;
+    );
+    if let Err(e) = made {
+        if Store::is_store(&a.dir) {
+            // Another ingest created it first: use it, if its recipe is the one asked for.
+            return open_existing(a, opts);
+        }
+        return Err(e);
+    }
     if !a.quiet {
         let weights = match recipe.weights() {
             Some(w) => format!("idf learned from {} documents", w.docs()),
+            None if a.weights == Weights::Auto && a.verify.is_none() => format!(
+                "count: idf needs {} documents to learn from, this run has {}; see --learn-from",
+                learn_docs(a),
+                sample.len()
+            ),
             None => "count".into(),
         };
         eprintln!(

@@ -109,6 +109,7 @@ fn main() -> ExitCode {
             | Command::Compact(_)
             | Command::Merge(_)
             | Command::Rebuild(_)
+            | Command::Ingest(_)
     ) {
         interrupt::install();
     }

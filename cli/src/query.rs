@@ -237,13 +237,15 @@ fn run_store(a: Args) -> Result<()> {
         for (i, q) in batch.iter().enumerate() {
             let rows = &results.rows[results.offsets[i]..results.offsets[i + 1]];
             // A fingerprint's rows (one an id) are adjacent: one match with its ids.
-            let matches = rows
-                .chunk_by(|a, b| a.fingerprint == b.fingerprint)
-                .map(|run| {
-                    let ids: Vec<String> = run.iter().map(|r| r.id.to_string()).collect();
-                    (run[0].fingerprint, run[0].distance, Some(ids.join(",")))
-                });
-            write_matches(&mut w, a.json, *q, matches)?;
+            let mut matches = Vec::new();
+            for run in rows.chunk_by(|a, b| a.fingerprint == b.fingerprint) {
+                let ids = run
+                    .iter()
+                    .map(|r| caller_id(&store, r.id, a.json))
+                    .collect::<Result<Vec<String>>>()?;
+                matches.push((run[0].fingerprint, run[0].distance, Some(ids.join(","))));
+            }
+            write_matches(&mut w, a.json, *q, matches.into_iter())?;
         }
     }
     crate::util::flush(&mut w)?;
@@ -253,6 +255,35 @@ fn run_store(a: Args) -> Result<()> {
         print_timing(asked, gained, open_time, query_time);
     }
     Ok(())
+}
+
+/// How a match's document is named: by the id its caller gave (a document store's string
+/// keys as given, a JSON string in JSON), else by its number.
+fn caller_id(store: &Store, id: u64, json: bool) -> Result<String> {
+    if store.recipe().is_none() {
+        return Ok(id.to_string());
+    }
+    Ok(match store.doc(id)?.and_then(|d| d.key) {
+        Some(k) if json => json_string(&k),
+        Some(k) => k.to_string(),
+        None => id.to_string(),
+    })
+}
+
+/// `s` as a JSON string.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]

@@ -141,6 +141,11 @@ pub struct DeleteArgs {
     /// Decimal document ids, one per line (`-` for standard input).
     #[arg(long, default_value = "-")]
     pub ids: PathBuf,
+    /// Instead of --ids: a document store's documents to delete by the ids they were ingested
+    /// under, one per line (string ids such as URLs, or numbers; `-` for standard input).
+    /// Ids with no stored document are passed over and counted.
+    #[arg(long, conflicts_with = "ids")]
+    pub keys: Option<PathBuf>,
     #[command(flatten)]
     pub open: OpenArgs,
 }
@@ -262,6 +267,9 @@ pub fn insert(a: InsertArgs) -> Result<()> {
 
 /// Run `delete`.
 pub fn delete(a: DeleteArgs) -> Result<()> {
+    if let Some(keys) = &a.keys {
+        return delete_keys(&a, keys);
+    }
     // Every id is checked before any is deleted (as for insert).
     let input = Replayable::open(&a.ids, &crate::spool::beside(&a.dir))?;
     IdReader::new(input.reader()?, input.name()).try_for_each(|p| p.map(drop))?;
@@ -280,6 +288,49 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
     store.flush()?;
     if !a.open.quiet {
         eprintln!("deleted the pairs of {n} ids from {}", a.dir.display());
+    }
+    Ok(())
+}
+
+/// `delete --keys`: documents by the ids they were ingested under. Every line is checked
+/// before any document is deleted.
+fn delete_keys(a: &DeleteArgs, keys: &std::path::Path) -> Result<()> {
+    use std::io::BufRead;
+    let input = Replayable::open(keys, &crate::spool::beside(&a.dir))?;
+    let mut ids = Vec::new();
+    for (no, line) in input.reader()?.lines().enumerate() {
+        let line = line.map_err(|e| Error::io(input.name().to_path_buf(), "read", e))?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line.is_empty() {
+            continue;
+        }
+        let id = simdex::store::DocId::parse(line);
+        id.check().map_err(|e| Error::Parse {
+            path: Some(input.name().to_path_buf()),
+            location: format!("line {}", no + 1),
+            message: e.to_string(),
+        })?;
+        ids.push(id);
+    }
+    let store = a.open.open(&a.dir)?;
+    if store.recipe().is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "{} stores raw fingerprints: --keys names documents of a document store (use --ids)",
+            a.dir.display()
+        )));
+    }
+    let mut n = 0u64;
+    for chunk in ids.chunks(CHUNK) {
+        stop_if_interrupted(&store, n, "deleted", "documents")?;
+        n += store.delete_documents(chunk)?;
+    }
+    store.flush()?;
+    if !a.open.quiet {
+        eprintln!(
+            "deleted {n} documents from {} ({} ids had none stored)",
+            a.dir.display(),
+            (ids.len() as u64).saturating_sub(n)
+        );
     }
     Ok(())
 }

@@ -69,6 +69,13 @@ fn parse(line: &str) -> Result<(String, String), String> {
     if id.contains(['\t', '\n']) {
         return Err("\"id\" contains a tab or newline".into());
     }
+    if id.is_empty() {
+        return Err("\"id\" is empty".into());
+    }
+    let max = crate::store::MAX_KEY_BYTES;
+    if id.len() > max {
+        return Err(format!("\"id\" is {} bytes (at most {max})", id.len()));
+    }
     Ok((id, text))
 }
 
@@ -110,6 +117,9 @@ mod tests {
             bad(r#"{"id": "a", "text": null}"#),
             "\"text\" is not a string"
         );
+        assert_eq!(bad(r#"{"id": "", "text": "x"}"#), "\"id\" is empty");
+        let long = format!(r#"{{"id": "{}", "text": "x"}}"#, "u".repeat(2049));
+        assert_eq!(bad(&long), "\"id\" is 2049 bytes (at most 2048)");
         assert_eq!(bad(r#"{"text": "x"}"#), "no \"id\" field");
         assert_eq!(bad(r#"{"id": "x"}"#), "no \"text\" field");
         assert_eq!(bad(r#"[{"id": "x", "text": "y"}]"#), "not a JSON object");

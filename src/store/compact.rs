@@ -51,7 +51,17 @@ impl Store {
         only_if_full: bool,
     ) -> Result<Option<GenerationSummary>> {
         self.check_writable()?;
-        let _one_at_a_time = lock(&self.compaction);
+        // One at a time; the merge runs on the store's own pool (see `pool`).
+        super::pool::locked_install(&self.compaction, || {
+            self.compact_locked(relayout, only_if_full)
+        })
+    }
+
+    fn compact_locked(
+        &self,
+        relayout: Option<Layout>,
+        only_if_full: bool,
+    ) -> Result<Option<GenerationSummary>> {
         let started = std::time::Instant::now();
         if only_if_full {
             let st = self.read_state();

@@ -331,6 +331,29 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         Ok(out)
     }
 
+    /// The string keys (`None` for a numeric id) of the documents with ids in `lo..=hi`,
+    /// ascending: one block decoded for a short range, where a lookup per id would decode one
+    /// each.
+    pub fn keys_in(&self, lo: u64, hi: u64) -> Result<Vec<(u64, Option<Arc<str>>)>> {
+        let mut out = Vec::new();
+        let mut j = self.first_ids.partition_point(|&f| f <= lo).saturating_sub(1);
+        while j < self.first_ids.len() && self.first_ids[j] <= hi {
+            let mut past = false;
+            self.decode_block(j, |i, _, key| {
+                if (lo..=hi).contains(&i) {
+                    out.push((i, key.map(Arc::from)));
+                }
+                past = i > hi;
+                !past
+            })?;
+            if past {
+                break;
+            }
+            j += 1;
+        }
+        Ok(out)
+    }
+
     /// Every (id, document) in id order, decoding one block at a time.
     pub fn iter(&self) -> impl Iterator<Item = Result<(u64, DocMeta)>> + Send + '_
     where

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use super::delta::Layer;
 use super::docs::DocMeta;
+use super::keys::{DocId, caller_id};
 use super::open::perms_of;
 use super::pigeonhole::Pigeonhole;
 use super::wal::{Put, Record};
@@ -32,27 +33,6 @@ use crate::index::probe::Work;
 
 /// Documents per chunk: the unit of parallel hashing and querying.
 const CHUNK: usize = 4096;
-/// Seed of the hash that turns a string id into the store's numeric id (xxh3-64).
-pub const KEY_SEED: u64 = 0x7369_6d64_6578_6b79;
-
-/// A document's id as the caller gives it: a number, or a string (a URL, a dataset key).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DocId {
-    /// A numeric id, stored as itself.
-    Num(u64),
-    /// A string id (1 to [`MAX_KEY_BYTES`] bytes), kept in the store and returned in answers.
-    Key(Arc<str>),
-}
-
-impl std::fmt::Display for DocId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DocId::Num(n) => write!(f, "{n}"),
-            DocId::Key(k) => f.write_str(k),
-        }
-    }
-}
-
 /// One document: its id and its text (or HTML, as the store's recipe says).
 #[derive(Debug, Clone, Copy)]
 pub struct Document<'a> {
@@ -112,6 +92,11 @@ pub enum Verdict {
     },
     /// A document without words: nobody's near-duplicate, and not stored.
     Empty,
+    /// The same document (same fingerprint and sketch) is already stored under this id: a
+    /// retry of an earlier call, not a near-duplicate of anything, and not stored again. A
+    /// changed document under a stored id replaces it instead, and is never compared with its
+    /// own old version.
+    AlreadyStored,
 }
 
 /// A candidate: (similarity, distance, store id) and the caller's id.
@@ -139,7 +124,7 @@ impl Store {
     }
 
     /// The documents of `ids`, in order, under one look at the store's state.
-    fn docs_of(&self, ids: &[u64]) -> Result<Vec<Option<DocMeta>>> {
+    pub(super) fn docs_of(&self, ids: &[u64]) -> Result<Vec<Option<DocMeta>>> {
         let st = self.read_state();
         let layers = st.layers();
         ids.iter()
@@ -150,51 +135,13 @@ impl Store {
                     }
                 }
                 match st.generation.docs() {
-                    Some(m) => m.get(id),
+                    Some(m) => m.get(id).map_err(|e| {
+                        e.with_path(&st.generation.dir().join(super::docs::DOCS_NAME))
+                    }),
                     None => Ok(None),
                 }
             })
             .collect()
-    }
-
-    /// The store's numeric id of a caller's id, if such a document is stored: a number is
-    /// itself; a string's id is its hash ([`KEY_SEED`]), or the next free one after a collision.
-    pub fn doc_id(&self, id: &DocId) -> Result<Option<u64>> {
-        Ok(match self.place(id, &HashMap::new())? {
-            (n, true) => Some(n),
-            (_, false) => None,
-        })
-    }
-
-    /// Where `id` lives or would be put: (numeric id, whether a document of that id is stored),
-    /// seeing also `pending` (ids placed by this call, not yet stored).
-    fn place(&self, id: &DocId, pending: &HashMap<u64, DocId>) -> Result<(u64, bool)> {
-        // The caller's id of the document that holds store id `n`, if any.
-        let holder = |n: u64| -> Result<Option<DocId>> {
-            Ok(match pending.get(&n) {
-                Some(p) => Some(p.clone()),
-                None => self.doc(n)?.map(|d| caller_id(n, &d)),
-            })
-        };
-        let key = match id {
-            DocId::Num(n) => {
-                return match holder(*n)? {
-                    Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
-                        "numeric id {n} is taken by the document with string id {k:?}"
-                    ))),
-                    other => Ok((*n, other.is_some())),
-                };
-            }
-            DocId::Key(k) => k,
-        };
-        let mut n = xxhash_rust::xxh3::xxh3_64_with_seed(key.as_bytes(), KEY_SEED);
-        loop {
-            match holder(n)? {
-                None => return Ok((n, false)),
-                Some(h) if &h == id => return Ok((n, true)),
-                Some(_) => n = n.wrapping_add(1),
-            }
-        }
     }
 
     /// Check documents without storing them: each against the store and the earlier new
@@ -236,16 +183,13 @@ impl Store {
                 "verification threshold {t} is not in 0..=1"
             )));
         }
-        for d in docs {
-            if let DocId::Key(key) = d.id
-                && (key.is_empty() || key.len() > MAX_KEY_BYTES)
-            {
-                return Err(Error::InvalidArgument(format!(
-                    "string id of {} bytes (1 to {MAX_KEY_BYTES}): {:?}",
-                    key.len(),
-                    key.chars().take(60).collect::<String>()
-                )));
-            }
+        for (i, d) in docs.iter().enumerate() {
+            d.id.check().map_err(|e| match e {
+                Error::InvalidArgument(m) => {
+                    Error::InvalidArgument(format!("document {i} of the call: {m}"))
+                }
+                e => e,
+            })?;
         }
         // Chunk j + 1 is hashed (which needs nothing from the store) while chunk j is checked
         // and written: the writes are sequential, and the second core would idle meanwhile.
@@ -256,7 +200,7 @@ impl Store {
         // The loop runs on one of the pool's threads: its joins and parallel loops then split
         // work there, instead of each waking a pool thread while this one sleeps (measured:
         // a few percent of an ingest's CPU went to those wake-ups).
-        rayon::scope(|_| {
+        let work = || {
             let mut scratch = Scratch::new(perms_of(&self.generation()), k);
             let mut out = Vec::with_capacity(docs.len());
             let mut hashed = chunks.first().map(|c| hash(c));
@@ -273,7 +217,14 @@ impl Store {
                 hashed = next;
             }
             Ok(out)
-        })
+        };
+        // Calls that store take turns, each holding `doc_writes` from its first check to its
+        // last write, so that ids are placed (and replacements decided) one call after the
+        // other; the lock is taken outside any pool (see `pool`).
+        match store {
+            true => super::pool::locked_install(&self.doc_writes, work),
+            false => super::pool::install(work),
+        }
     }
 
     /// The verdicts of one chunk (hashed), given the earlier new documents of the call in
@@ -288,28 +239,45 @@ impl Store {
         store: bool,
     ) -> Result<Vec<Verdict>> {
         let verify = opts.verify;
-        let _one_writer = store.then(|| super::durability::lock(&self.doc_writes));
         let shape = self.need_recipe()?.sketch_shape();
-        let found: Vec<Vec<Candidate>> = hashed
+        // Per document, on all cores: where its id is stored now (if it is), and the stored
+        // documents within k that pass verification, its own stored version set apart.
+        let found: Vec<(Vec<Candidate>, Own)> = chunk
             .par_iter()
-            .map(|h| match h.fingerprint {
-                Some(fp) => self.candidates(fp, &h.sketch, k, verify, shape),
-                None => Ok(Vec::new()),
+            .zip(&hashed)
+            .map(|(d, h)| match h.fingerprint {
+                Some(fp) => {
+                    let own = self.doc_id(d.id)?;
+                    self.candidates(fp, &h.sketch, k, verify, shape, own)
+                }
+                None => Ok((Vec::new(), Own::default())),
             })
             .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(chunk.len());
         let mut puts: Vec<Put> = Vec::new();
-        let mut pending: HashMap<u64, DocId> = HashMap::new();
         let mut replaced: HashSet<u64> = HashSet::new();
-        for ((d, h), cands) in chunk.iter().zip(hashed).zip(found) {
+        for ((d, h), (cands, own_stored)) in chunk.iter().zip(hashed).zip(found) {
             let Some(fp) = h.fingerprint else {
                 out.push(Verdict::Empty);
                 continue;
             };
-            let from_store = cands.into_iter().find(|c| !replaced.contains(&c.2));
+            let (n, exists) = self.place(d.id, &|n| scratch.holder(n))?;
+            // Its latest stored version: one put earlier in this call, or the store's.
+            let same = match scratch.latest(n) {
+                Some((f, s)) => exists && f == fp && **s == *h.sketch,
+                None => exists && own_stored.same,
+            };
+            if same {
+                out.push(Verdict::AlreadyStored);
+                continue;
+            }
+            let own = exists.then_some(n);
+            let from_store = cands
+                .into_iter()
+                .find(|c| !replaced.contains(&c.2) && Some(c.2) != own);
             let from_call = match opts.store_only {
                 true => None,
-                false => scratch.best(self, fp, &h.sketch, k, verify, shape)?,
+                false => scratch.best(self, fp, &h.sketch, (k, verify, shape), own)?,
             };
             let best = [from_store, from_call].into_iter().flatten().min_by(better);
             if let Some((similarity, distance, _, id)) = best {
@@ -324,11 +292,9 @@ impl Store {
             if opts.store_only && !store {
                 continue; // nothing later in the call looks at it
             }
-            let (n, exists) = self.place(d.id, &pending)?;
             if exists {
                 replaced.insert(n);
             }
-            let replaces = exists || pending.contains_key(&n);
             let meta = DocMeta {
                 key: match d.id {
                     DocId::Key(k) => Some(Arc::clone(k)),
@@ -336,12 +302,11 @@ impl Store {
                 },
                 sketch: h.sketch.into(),
             };
-            pending.insert(n, d.id.clone());
             scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
             puts.push(Put {
                 fingerprint: fp,
                 id: n,
-                replaces,
+                replaces: exists,
                 doc: meta,
             });
         }
@@ -358,7 +323,9 @@ impl Store {
         Ok(out)
     }
 
-    /// The stored documents within `k` of `fp` that pass verification, best first.
+    /// The stored documents within `k` of `fp` that pass verification, best first, without
+    /// `own` (the document's own stored version, if any), and whether `own` is the same
+    /// document (same fingerprint and sketch).
     fn candidates(
         &self,
         fp: u64,
@@ -366,8 +333,10 @@ impl Store {
         k: u32,
         verify: Option<f64>,
         shape: crate::dedup::sketch::SketchShape,
-    ) -> Result<Vec<Candidate>> {
+        own: Option<u64>,
+    ) -> Result<(Vec<Candidate>, Own)> {
         let mut out = Vec::new();
+        let mut mine = Own::default();
         let found: Vec<(u32, u64)> = self
             .near(fp, k)?
             .into_iter()
@@ -376,26 +345,30 @@ impl Store {
         let ids: Vec<u64> = found.iter().map(|&(_, id)| id).collect();
         for ((distance, id), doc) in found.into_iter().zip(self.docs_of(&ids)?) {
             let Some(doc) = doc else { continue };
+            if Some(id) == own {
+                mine.same = distance == 0 && *doc.sketch == *sketch;
+                continue;
+            }
             let sim = shape.similarity(sketch, &doc.sketch)?;
             if verify.is_none_or(|t| sim >= t) {
                 out.push((sim, distance, id, caller_id(id, &doc)));
             }
         }
         out.sort_by(better);
-        Ok(out)
+        Ok((out, mine))
     }
+}
+
+/// What a document's check found of its own stored version.
+#[derive(Debug, Default, Clone, Copy)]
+struct Own {
+    /// The stored version has the same fingerprint and sketch.
+    same: bool,
 }
 
 /// Best first: more similar, then nearer, then the smaller id.
 fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
-}
-
-fn caller_id(n: u64, d: &DocMeta) -> DocId {
-    match &d.key {
-        Some(k) => DocId::Key(Arc::clone(k)),
-        None => DocId::Num(n),
-    }
 }
 
 /// The new documents of a call not yet in the store. Those of the current group of documents
@@ -477,6 +450,18 @@ impl Scratch {
         self.live.push(true);
     }
 
+    /// The caller's id of the call's latest put of store id `n`, if any.
+    fn holder(&self, n: u64) -> Option<DocId> {
+        self.by_id.get(&n).map(|&i| self.docs[i].2.clone())
+    }
+
+    /// The fingerprint and sketch of the call's latest put of store id `n`, if any.
+    fn latest(&self, n: u64) -> Option<(u64, &Arc<[u8]>)> {
+        self.by_id
+            .get(&n)
+            .map(|&i| (self.docs[i].0, &self.docs[i].3))
+    }
+
     /// Move the documents scanned so far into the layer (a check-only call's next group).
     fn seal_group(&mut self) {
         let tables = &self.tables;
@@ -495,9 +480,8 @@ impl Scratch {
         store: &Store,
         fp: u64,
         sketch: &[u8],
-        k: u32,
-        verify: Option<f64>,
-        shape: crate::dedup::sketch::SketchShape,
+        (k, verify, shape): (u32, Option<f64>, crate::dedup::sketch::SketchShape),
+        own: Option<u64>,
     ) -> Result<Option<Candidate>> {
         let mut near: Vec<(usize, u32)> = Vec::new();
         let (live, from) = (&self.live, self.older_len);
@@ -526,6 +510,9 @@ impl Scratch {
         let mut best: Option<Candidate> = None;
         for (i, distance) in near {
             let (_, n, id, s) = &self.docs[i];
+            if Some(*n) == own {
+                continue;
+            }
             let sim = shape.similarity(sketch, s)?;
             let c = (sim, distance, *n, id.clone());
             if verify.is_none_or(|t| sim >= t)

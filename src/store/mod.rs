@@ -34,9 +34,11 @@ mod gate;
 mod generation;
 mod multimap;
 internal_mod!(ids);
+mod keys;
 mod open;
 mod options;
 mod pigeonhole;
+mod pool;
 internal_mod!(storage);
 mod query;
 mod recipe;
@@ -56,13 +58,14 @@ use generation::Current;
 use wal::LogWriter;
 
 pub use docs::{DocMeta, MAX_KEY_BYTES};
-pub use documents::{DocId, Document, IngestOptions, KEY_SEED, Verdict};
+pub use documents::{Document, IngestOptions, Verdict};
 pub use generation::{Generation, GenerationSummary};
+pub use keys::{DocId, KEY_SEED, KEY_WINDOW};
 pub use options::{
     CreateOptions, Recovery, ShapeRequest, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
     StoreRow, StoreStats, SyncPolicy,
 };
-pub use recipe::{Hashed, LEARN_DOCS, RECIPE_NAME, Recipe};
+pub use recipe::{Hashed, LEARN_DOCS, MIN_LEARN_DOCS, RECIPE_NAME, Recipe};
 
 /// File name of the writer lock.
 pub const LOCK_NAME: &str = "LOCK";

@@ -33,6 +33,15 @@ impl Store {
         if let Some(b) = opts.block_size {
             crate::table::format::check_block_size(b)?;
         }
+        if let Some(w) = opts.recipe.as_ref().and_then(|r| r.weights())
+            && (w.docs() as usize) < recipe::MIN_LEARN_DOCS
+        {
+            return Err(Error::InvalidArgument(format!(
+                "IDF weights learned from {} documents: a document store needs them learned                  from at least {} (they are frozen with the store); create it with count                  weights, or learn from a larger sample",
+                w.docs(),
+                recipe::MIN_LEARN_DOCS
+            )));
+        }
         let staging = crate::atomic::StagedDir::new(dir, "creating")?;
         let layout = Layout {
             design: design.clone(),

@@ -41,6 +41,10 @@ pub const HTML_RULES_VERSION: u32 = 1;
 /// Documents the weights are learned from by default: the first this many a store is created
 /// with (BENCHMARKS.md, "Weights learned by the store").
 pub const LEARN_DOCS: usize = 10_000;
+/// The fewest documents a store's IDF weights may be learned from: weights from a handful of
+/// documents would be frozen into the store for good (a store refuses to be created with them;
+/// use count weights for smaller starts).
+pub const MIN_LEARN_DOCS: usize = 1000;
 
 /// How a store's documents become fingerprints and sketches.
 #[derive(Debug, Clone)]
@@ -269,11 +273,25 @@ impl Recipe {
             .ok_or_else(|| Error::corrupt(RECIPE_NAME, 0, "sketch BINS BITS", sk.as_str()))?;
         let sketch = SketchShape::new(number(bins, "bins")?, number(bits, "bits")?)?;
         let weights = match next("weights")?.as_str() {
-            "count" => None,
+            "count" => match lines.next() {
+                None => None,
+                Some(l) => {
+                    return Err(Error::corrupt(
+                        RECIPE_NAME,
+                        at,
+                        "nothing after \"weights count\"",
+                        l.trim_end(),
+                    ));
+                }
+            },
             "idf" => Some(Arc::new(IdfTable::decode(&lines.collect::<String>())?)),
             w => return Err(Error::corrupt(RECIPE_NAME, 0, "count or idf", w)),
         };
-        Recipe::new(shingle, html, sketch, weights)
+        // Settings no writer writes (shingle 0, weights of another shingle size) are damage.
+        Recipe::new(shingle, html, sketch, weights).map_err(|e| match e {
+            Error::InvalidArgument(m) => Error::corrupt(RECIPE_NAME, 0, "a valid recipe", m),
+            e => e,
+        })
     }
 
     /// Read `dir/RECIPE`; `None` if the store has none (a store of raw fingerprints).
