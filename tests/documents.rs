@@ -206,7 +206,26 @@ fn answers_do_not_depend_on_how_the_input_is_split() {
 fn documents_persist_and_are_replaced_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s");
-    let recipe = Recipe::learn(2, false, SketchShape::default(), ["a b c d", "a b x y"]).unwrap();
+    // IDF weights learned from the fewest documents a store accepts.
+    let sample: Vec<String> = (0..simdex::store::MIN_LEARN_DOCS)
+        .map(|i| format!("a b c d w{}", i % 37))
+        .collect();
+    let learn = |n: usize| {
+        Recipe::learn(
+            2,
+            false,
+            SketchShape::default(),
+            sample[..n].iter().map(|s| s.as_str()),
+        )
+    };
+    let e = Store::create(
+        dir.path().join("few"),
+        &CreateOptions::default().with_recipe(Some(learn(sample.len() - 1).unwrap())),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("at least 1000"), "{e}");
+    assert!(!dir.path().join("few").exists());
+    let recipe = learn(sample.len()).unwrap();
     let store = create(&p, recipe.clone());
     let url = DocId::Key("https://example.org/a".into());
     let text = "the quick brown fox jumps over the lazy dog again and again";

@@ -37,6 +37,35 @@ enum Joined {
 /// expanded to rows, the row pair (12) and what a verification pass indexes it by (12).
 pub const PAIR_BYTES: u64 = 48;
 
+/// The least a verification pass may hold of shingle sets: below it, a pass would read the
+/// whole input for a handful of rows (a run at a few megabytes over its budget read the
+/// input once per row: 131 GB in 11 minutes).
+pub const MIN_PASS_BYTES: u64 = 8 << 20;
+/// Passes a verification may take at most, for inputs whose sets are smaller than
+/// [`MIN_PASS_BYTES`] times this.
+pub const MAX_PASSES: u64 = 64;
+
+/// What a pass may hold of shingle sets within `mem_bytes` when `held` is taken, given sets of
+/// `set_bytes` in all; an error naming the least budget that would do when that is below
+/// [`MIN_PASS_BYTES`] (or, for small inputs, a [`MAX_PASSES`]th of their sets).
+fn pass_budget(mem_bytes: u64, held: u64, set_bytes: u64) -> Result<u64> {
+    let floor = MIN_PASS_BYTES.min(set_bytes.div_ceil(MAX_PASSES)).max(1);
+    let need = held + floor;
+    if mem_bytes < need {
+        let mib = |b: u64| b.div_ceil(1 << 20);
+        return Err(Error::InvalidArgument(format!(
+            "the memory budget ({} MiB; --mem, mem_bytes=) is too small for this input: \
+             at least {need} bytes ({} MiB: {} MiB for the documents' ids, fingerprints, \
+             prefixes and candidate pairs, {} MiB for a verification pass)",
+            mib(mem_bytes),
+            mib(need),
+            mib(held),
+            mib(floor)
+        )));
+    }
+    Ok(mem_bytes - held)
+}
+
 /// The share of the block join that estimates its size: one part in 64 (parts are of about
 /// equal size, and a part costs a walk over the buckets plus its share of the comparisons).
 const SAMPLE_PARTS: usize = 64;
@@ -165,7 +194,10 @@ impl Candidates {
         let max_pairs = (mem_bytes / 2 / PAIR_BYTES).max(1) as usize;
         for batch in pairs.chunks(max_pairs) {
             let listed = (batch.len() * 12) as u64 + super::Passes::index_bytes(batch.len(), n);
-            f(batch.to_vec(), mem_bytes.saturating_sub(held + listed))?;
+            f(
+                batch.to_vec(),
+                pass_budget(mem_bytes, held + listed, prefixes.set_bytes())?,
+            )?;
         }
         Ok(considered)
     }
@@ -303,8 +335,8 @@ impl Candidates {
         self.batches_where(max_pairs, prefixes, progress, |batch| {
             let listed = (batch.capacity() * std::mem::size_of::<(u32, u32, u32)>()) as u64
                 + super::Passes::index_bytes(batch.len(), n);
-            let sets = mem_bytes.saturating_sub(held + listed);
-            f(batch, sets)
+            let sets = prefixes.map_or(u64::MAX, Prefixes::set_bytes);
+            f(batch, pass_budget(mem_bytes, held + listed, sets)?)
         })
     }
 
@@ -523,7 +555,29 @@ mod tests {
         let mut p = Prefixes::new(0.8).unwrap();
         p.push(&sets).unwrap();
         let none = ProgressHandle::none();
-        for mem in [1 << 30, 4096] {
+        // A budget below what verification needs is refused with the least that would do:
+        // that least takes small batches.
+        let least = |e: Error| -> u64 {
+            let e = e.to_string();
+            let at = e.split("at least ").nth(1).unwrap();
+            at.split(' ').next().unwrap().parse().unwrap()
+        };
+        // (What a run holds grows with its budget: the least is found by asking again.)
+        let mut small = 4096;
+        for _ in 0..8 {
+            let c = Candidates::new(&fps, None, 9, dir.path(), small, &none).unwrap();
+            let tried = c
+                .verify_batches(small, 0, fps.len(), Some(&p), &none, |_, _| Ok(()))
+                .and_then(|_| {
+                    Candidates::verify_all(&fps, 9, dir.path(), small, 0, &p, &none, |_, _| Ok(()))
+                });
+            match tried {
+                Ok(_) => break,
+                Err(e) => small = least(e).max(small + 1),
+            }
+        }
+        assert!(small > 4096, "4096 bytes were enough");
+        for mem in [1 << 30, small] {
             let c = Candidates::new(&fps, None, 9, dir.path(), mem, &none).unwrap();
             let all = c.pairs().unwrap();
             let want = verify(&sets, &all, 0.8);

@@ -65,6 +65,11 @@ impl Prefixes {
         })
     }
 
+    /// Bytes of every row's shingle set as a verification pass holds them (8 a shingle).
+    pub fn set_bytes(&self) -> u64 {
+        self.sizes.iter().map(|&s| s as u64 * 8).sum()
+    }
+
     /// Rows held.
     pub fn len(&self) -> usize {
         self.sizes.len()

@@ -45,6 +45,20 @@ pub fn parse_bytes(line: &[u8]) -> Line {
     }
 }
 
+/// A name for a bad line where no line number travels with it (the Spark job's `bad` rows):
+/// its `"id"` as JSON text (so a tab or newline in it stays visible and the row one line),
+/// else the line's first 80 characters, escaped the same way.
+pub fn bad_line_label(line: &str) -> String {
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(line)
+        && let Some(id) = o.get("id")
+    {
+        return id.to_string();
+    }
+    let head: String = line.chars().take(80).collect();
+    let more = if head.len() < line.len() { "…" } else { "" };
+    format!("line {}{more}", Value::String(head))
+}
+
 fn parse(line: &str) -> Result<(String, String), String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(o) = v else {

@@ -90,18 +90,38 @@ impl Store {
     /// stored document are passed over. Returns how many documents were deleted.
     pub fn delete_documents(&self, ids: &[DocId]) -> Result<u64> {
         self.check_writable()?;
-        let _one_writer = super::durability::lock(&self.doc_writes);
-        let mut found = Vec::with_capacity(ids.len());
-        for id in ids {
-            id.check()?;
-            if let Some(n) = self.doc_id(id)? {
-                found.push(n);
+        if self.recipe.is_none() {
+            // A store of raw fingerprints: numbers are its ids, and it has no string ids.
+            let mut nums = Vec::with_capacity(ids.len());
+            for id in ids {
+                match id {
+                    DocId::Num(n) => nums.push(*n),
+                    DocId::Key(k) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "string id {:?}: {} stores raw fingerprints under numeric ids",
+                            k.chars().take(60).collect::<String>(),
+                            self.dir.display()
+                        )));
+                    }
+                }
             }
+            self.delete_many(&nums)?;
+            return Ok(nums.len() as u64);
         }
-        found.sort_unstable();
-        found.dedup();
-        self.delete_many(&found)?;
-        Ok(found.len() as u64)
+        // Placement is decided one writer at a time, as ingest's (see `pool`).
+        super::pool::locked_install(&self.doc_writes, || {
+            let mut found = Vec::with_capacity(ids.len());
+            for id in ids {
+                id.check()?;
+                if let Some(n) = self.doc_id(id)? {
+                    found.push(n);
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            self.delete_many(&found)?;
+            Ok(found.len() as u64)
+        })
     }
 
     /// Where `id` lives or would be put: (numeric id, whether a document of that id is stored),

@@ -29,9 +29,15 @@ pub fn parse_jsonl(py: Python<'_>, lines: &Bound<'_, PyAny>) -> PyResult<Parsed>
             Vec::with_capacity(n),
         );
         for i in 0..n {
-            let (id, text, why, blank) = match parse_line(lines.get(i)) {
+            let line = lines.get(i);
+            let (id, text, why, blank) = match parse_line(line) {
                 Line::Doc { id, text } => (Some(id), Some(text), None, false),
-                Line::Bad(why) => (None, None, Some(why), false),
+                Line::Bad(why) => (
+                    Some(simdex::simhash::jsonl::bad_line_label(line)),
+                    None,
+                    Some(why),
+                    false,
+                ),
                 _ => (None, None, None, true),
             };
             out.0.push(id);

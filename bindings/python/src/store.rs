@@ -257,22 +257,7 @@ impl PyStore {
         store_only: bool,
         threads: Option<Threads>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        // A numeric array, else a list of ints (extracted once), else strings.
-        let ids: Vec<DocId> = match id_array(ids, "ids") {
-            Ok(a) => a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect(),
-            Err(_) => match ids.extract::<Vec<u64>>() {
-                Ok(v) => v.into_iter().map(DocId::Num).collect(),
-                Err(_) => {
-                    let t = Texts::from_py(ids).map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err(
-                            "ids must be a uint64/int64 numpy array, a sequence of str or an \
-                             Arrow string array",
-                        )
-                    })?;
-                    (0..t.len()).map(|i| DocId::Key(t.get(i).into())).collect()
-                }
-            },
-        };
+        let ids = doc_ids(ids)?;
         let texts = Texts::from_py(texts)?;
         if ids.len() != texts.len() {
             return Err(invalid(format!(
@@ -306,6 +291,7 @@ impl PyStore {
             Ok(all)
         })?;
         let (mut dup, mut stored) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut already = Vec::with_capacity(n);
         let (mut sim, mut dist) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let matched = pyo3::types::PyList::empty(py);
         for v in verdicts {
@@ -317,6 +303,7 @@ impl PyStore {
                 } => {
                     dup.push(true);
                     stored.push(false);
+                    already.push(false);
                     sim.push(similarity);
                     dist.push(distance as i32);
                     match id {
@@ -327,6 +314,7 @@ impl PyStore {
                 other => {
                     dup.push(false);
                     stored.push(!check_only && other == Verdict::New);
+                    already.push(other == Verdict::AlreadyStored);
                     sim.push(f64::NAN);
                     dist.push(-1);
                     matched.append(py.None())?;
@@ -339,6 +327,7 @@ impl PyStore {
         d.set_item("similarity", out(py, sim))?;
         d.set_item("distance", out(py, dist))?;
         d.set_item("stored", out(py, stored))?;
+        d.set_item("already_stored", out(py, already))?;
         Ok(d)
     }
 
@@ -365,9 +354,33 @@ impl PyStore {
         .transpose()
     }
 
-    /// Delete every pair of each document id (a uint64 array).
+    /// The store's numeric id of a document id (a number, or a string under the id rule), if
+    /// such a document is stored.
+    fn doc_id(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let list = pyo3::types::PyList::new(py, [id])?;
+        let id = doc_ids(list.as_any())?.pop().expect("one id");
+        with_store(py, self, None, move |s| s.doc_id(&id))
+    }
+
+    /// Delete every pair of each document id: numbers (a uint64 array or ints), or a document
+    /// store's ids as given at ingest (str, numbers; a list or an Arrow string array).
     fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<()> {
-        let ia = id_array(ids, "ids")?;
+        let numeric = match id_array(ids, "ids") {
+            Ok(a) => Some(a),
+            Err(e) if ids.hasattr("dtype")? => return Err(e),
+            Err(_) => None,
+        };
+        let Some(ia) = numeric else {
+            let keys = doc_ids(ids)?;
+            let n = keys.len();
+            return with_store_watched(py, self, None, n > CHUNK, move |s, cancel| {
+                for c in keys.chunks(CHUNK) {
+                    cancel.check()?;
+                    s.delete_documents(c)?;
+                }
+                Ok(())
+            });
+        };
         let i = ia.as_slice()?;
         with_store_watched(py, self, None, i.len() > CHUNK, move |s, cancel| {
             for c in i.chunks(CHUNK) {
@@ -538,4 +551,68 @@ impl PyStore {
     fn __repr__(&self) -> String {
         format!("simdex.Store({:?})", self.path.display().to_string())
     }
+}
+
+/// Document ids from Python under the one id rule (format-spec/simhash.md, "Document ids"): a
+/// uint64/int64 array or ints are numeric ids; a str is a numeric id when it is a canonical
+/// decimal ("5" is the id 5, as in the CLI's JSON Lines), else a string id. None, an Arrow null,
+/// a negative number or another type is an error naming its position.
+fn doc_ids(ids: &Bound<'_, PyAny>) -> PyResult<Vec<DocId>> {
+    use pyo3::types::{PyInt, PyString};
+    if ids.hasattr("dtype")? {
+        let kind: Option<String> = ids
+            .getattr("dtype")
+            .and_then(|d| d.getattr("kind"))
+            .and_then(|k| k.extract())
+            .ok();
+        if matches!(kind.as_deref(), Some("i" | "u")) {
+            let a = id_array(ids, "ids")?;
+            return Ok(a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect());
+        }
+    }
+    if ids.hasattr("__arrow_c_stream__")? || ids.hasattr("__arrow_c_array__")? {
+        let t = Texts::from_py(ids)?;
+        return (0..t.len())
+            .map(|i| match t.is_null(i) {
+                true => Err(invalid(format!(
+                    "ids[{i}] is null: every document needs an id"
+                ))),
+                false => Ok(DocId::parse(t.get(i))),
+            })
+            .collect();
+    }
+    let type_error = || {
+        pyo3::exceptions::PyTypeError::new_err(
+            "ids must be a uint64/int64 numpy array, a sequence of int or str, or an Arrow \
+             string array",
+        )
+    };
+    if ids.is_instance_of::<PyString>() || ids.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(type_error());
+    }
+    let mut out = Vec::new();
+    for (i, item) in ids.try_iter().map_err(|_| type_error())?.enumerate() {
+        let item = item?;
+        if item.is_none() {
+            return Err(invalid(format!(
+                "ids[{i}] is None: every document needs an id"
+            )));
+        }
+        if item.is_instance_of::<PyString>() {
+            out.push(DocId::parse(&item.extract::<String>()?));
+        } else if item.is_instance_of::<PyInt>() {
+            let n: u64 = item.extract().map_err(|_| {
+                invalid(format!("ids[{i}] = {item} is not a document id (0..2**64)"))
+            })?;
+            out.push(DocId::Num(n));
+        } else if let Ok(n) = item.extract::<u64>() {
+            out.push(DocId::Num(n)); // a numpy integer scalar
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "ids[{i}] is a {}: ids are int or str",
+                item.get_type().name()?
+            )));
+        }
+    }
+    Ok(out)
 }

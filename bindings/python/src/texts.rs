@@ -132,6 +132,17 @@ impl Texts {
         }
     }
 
+    /// True if text `i` is an Arrow null or a Python None (read as empty text).
+    pub fn is_null(&self, i: usize) -> bool {
+        match self {
+            Texts::Owned(_) => false,
+            Texts::Arrow { chunks, starts, .. } => {
+                let c = starts.partition_point(|&s| s <= i) - 1;
+                chunks[c].is_null(i - starts[c])
+            }
+        }
+    }
+
     /// Text `i` (a null is empty text).
     pub fn get(&self, i: usize) -> &str {
         match self {

@@ -106,6 +106,9 @@ def test_a_torn_log_tail_is_a_warning_with_its_offset(tmp_path: Path) -> None:
 
 
 def _interrupt_after(seconds: float) -> threading.Timer:
+    # Python's own handler, whatever SIGINT's disposition was when the tests were started (a
+    # background job of a script inherits SIGINT ignored, and then nothing would raise).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     t = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
     t.start()
     return t
@@ -335,3 +338,91 @@ def test_any_arrow_producer_and_no_raw_addresses() -> None:
     assert not hasattr(simdex._simdex, "hash_arrow")
     src = REPO / "bindings" / "python" / "src"
     assert not [p for p in src.glob("*.rs") if "unsafe" in p.read_text()]
+
+
+# -- document stores: threads, retries, the id rule, takedowns -------------------------------
+
+
+def _texts(n: int, seed: int = 1) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice("abcdefghij") for _ in range(5)) for _ in range(3000)]
+    return [" ".join(rng.choice(vocab) for _ in range(40)) for _ in range(n)]
+
+
+def test_concurrent_ingest_from_threads_does_not_hang(tmp_path: Path) -> None:
+    # Eight writers (calls long enough to run as pool jobs) and a checker on one store: a mutex
+    # held across a join of the shared pool hung this; run in a thread so a hang fails the test.
+    texts = _texts(40_000)
+    ids = [f"id{i}" for i in range(len(texts))]
+    st = simdex.Store(tmp_path / "st", create=True, documents=True, k=7, sync="manual")
+    verdicts: dict[str, bool] = {}
+    lock = threading.Lock()
+
+    def writer(t: int) -> None:
+        c = list(range(t, len(texts), 8))
+        for j in range(0, len(c), 5000):
+            part = c[j : j + 5000]
+            r = st.ingest([ids[i] for i in part], [texts[i] for i in part], k=4)
+            with lock:
+                verdicts.update(zip((ids[i] for i in part), r["stored"].tolist()))
+
+    def checker() -> None:
+        for _ in range(30):
+            st.ingest(ids[:100], texts[:100], check_only=True)
+            st.stats()
+
+    ts = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(8)]
+    ts.append(threading.Thread(target=checker, daemon=True))
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=300)
+        assert not t.is_alive(), "concurrent ingest hung (deadlock)"
+    assert len(verdicts) == len(texts)
+    # Every document stored is stored under its id, once.
+    again = st.ingest(ids, texts, check_only=True, k=4)
+    assert (again["already_stored"] == np.array([verdicts[i] for i in ids])).all()
+    st.close()
+
+
+def test_retries_the_id_rule_and_deletes_by_string_id(tmp_path: Path) -> None:
+    st = simdex.Store(tmp_path / "d", create=True, documents=True)
+    a, b = "the original text of document five is here", "a replacement text for document five"
+    r = st.ingest(["5", "https://x.example/p"], [a, "a page about something else entirely"])
+    assert r["stored"].tolist() == [True, True]
+    # "5" is the numeric id 5 (as in the CLI), and a retry is already stored, not a duplicate.
+    r = st.ingest([5, "https://x.example/p"], [a, "a page about something else entirely"])
+    assert r["already_stored"].tolist() == [True, True] and not r["duplicate"].any()
+    assert st.doc_id("5") == 5 and st.doc_id(5) == 5 and st.doc_id("05") is None
+    # A new text under "5" replaces it: the old text no longer matches anything.
+    assert st.ingest(["5"], [b])["stored"].tolist() == [True]
+    r = st.ingest(["p1"], [a], check_only=True, verify=0.5)
+    assert r["matched"] == [None]
+    # Takedowns by string id; absent ids are passed over.
+    assert st.doc_id("https://x.example/p") is not None
+    st.delete(["https://x.example/p", "absent"])
+    assert st.doc_id("https://x.example/p") is None
+    # Ids that are not ids are named by position.
+    with pytest.raises(simdex.InvalidArgument, match=r"ids\[1\] is None"):
+        st.ingest(["a", None], ["x y z", "y z w"])
+    with pytest.raises(simdex.InvalidArgument, match="negative"):
+        st.ingest(np.array([1, -2], dtype=np.int64), ["x y z", "y z w"])
+    with pytest.raises(simdex.InvalidArgument, match="string id of 0 bytes"):
+        st.ingest([""], ["x y z"])
+    st.close()
+
+
+def test_arrow_null_ids_are_named(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    st = simdex.Store(tmp_path / "d", create=True, documents=True)
+    with pytest.raises(simdex.InvalidArgument, match=r"ids\[1\] is null"):
+        st.ingest(pa.array(["a", None]), ["x y z", "y z w"])
+    st.close()
+
+
+def test_idf_needs_enough_documents(tmp_path: Path) -> None:
+    with pytest.raises(simdex.InvalidArgument, match="at least 1000"):
+        simdex.Store(tmp_path / "e", create=True, documents=True, learn_from=[])
+    assert not (tmp_path / "e").exists()

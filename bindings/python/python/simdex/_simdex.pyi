@@ -217,7 +217,9 @@ class Store:
         are those of feeding the documents one by one, however the input is split into calls.
 
         ``ids``: a uint64/int64 array or list of ints, or strings (a list, or an Arrow string
-        array: URLs, dataset keys), returned in answers. ``texts``: str sequence or Arrow
+        array: URLs, dataset keys), returned in answers. One id rule everywhere: a str that is
+        a canonical decimal ("5", not "05") is the numeric id 5, as in the CLI's JSON Lines;
+        None or an Arrow null is an error naming its position. ``texts``: str sequence or Arrow
         strings. A duplicate is a stored document whose fingerprint is within ``k`` (default:
         the store's k) and, with ``verify=T``, whose estimated word 3-shingle Jaccard (from
         the stored sketches) is at least T. ``check_only=True`` stores nothing;
@@ -226,15 +228,22 @@ class Store:
 
         Returns ``{"duplicate": bool[n], "matched": list (the most similar stored document's
         id, or None), "similarity": float64[n] (NaN if none), "distance": int32[n] (-1 if
-        none), "stored": bool[n]}``. Documents without words are neither duplicates nor
-        stored. The GIL is released; Ctrl-C stops between steps of 4096 documents (the steps
-        before it stay stored)."""
+        none), "stored": bool[n], "already_stored": bool[n]}``. A document whose id is already
+        stored with the same fingerprint and sketch (a retry) is ``already_stored``, never a
+        duplicate of itself; a changed document under a stored id replaces it. Documents
+        without words are neither duplicates nor stored. The GIL is released; Ctrl-C stops
+        between steps of 4096 documents (the steps before it stay stored)."""
     @property
     def recipe(self) -> dict[str, Any] | None:
         """A document store's recipe (``shingle``, ``html``, ``weights``, ``sketch_bins``,
         ``sketch_bits``); None for a store of raw fingerprints."""
-    def delete(self, ids: _U64) -> None:
-        """Delete every pair of each document id (Ctrl-C as for :meth:`insert`)."""
+    def delete(self, ids: _U64 | Sequence[int] | Sequence[str] | Any) -> None:
+        """Delete every pair of each document id (Ctrl-C as for :meth:`insert`): numbers, or a
+        document store's ids as given to :meth:`ingest` (str such as URLs, or ints; a list or
+        an Arrow string array). Ids with no stored document are passed over."""
+    def doc_id(self, id: int | str) -> int | None:
+        """The store's numeric id of a document id (under the id rule of :meth:`ingest`), if
+        a document of that id is stored."""
     def near(self, fingerprint: int, k: int | None = None) -> tuple[_U64, _U32, _U64]:
         """(fingerprint, distance, id) rows within ``k``, by distance, fingerprint, id."""
     def near_many(

@@ -500,7 +500,7 @@ def batch_against(
     k: int | None = None,
     shingle: int = 2,
     idf: Idf | None = None,
-    html: bool = False,
+    html: bool | None = None,
     shards: int | None = None,
     verify: float | None = None,
 ) -> Any:
@@ -551,7 +551,7 @@ def batch_against(
         idf_bc = sc.broadcast(idf) if idf is not None else None
         src = good.select("row", F.col(id_column).alias("id"), text_column,
                           F.lit(None).cast("string").alias("bad_reason"))
-        hashed = _hash_rows(src, df.schema[id_column].dataType, shingle, idf_bc, html)
+        hashed = _hash_rows(src, df.schema[id_column].dataType, shingle, idf_bc, bool(html))
         hashed = hashed.where(~F.col("empty")).select("row", "id", "fp")
     else:
         fp = _fp_column(F.col(fingerprint_column), df.schema[fingerprint_column].dataType)
@@ -607,7 +607,7 @@ def batch_against(
 
 def _against_documents(
     df: Any, store: str, id_column: str, text_column: str, k: int | None,
-    verify: float | None, html: bool,
+    verify: float | None, html: bool | None,
 ) -> Any:
     """:func:`batch_against` for a document store: each partition checks its documents with
     ``Store.ingest(check_only=True, store_only=True)``."""
