@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::delta::Layer;
 use super::docs::DocMeta;
-use super::keys::{DocId, caller_id};
+use super::keys::{DocId, Slots, caller_id};
 use super::open::perms_of;
 use super::pigeonhole::Pigeonhole;
 use super::wal::{Put, Record};
@@ -135,9 +135,7 @@ impl Store {
                     }
                 }
                 match st.generation.docs() {
-                    Some(m) => m.get(id).map_err(|e| {
-                        e.with_path(&st.generation.dir().join(super::docs::DOCS_NAME))
-                    }),
+                    Some(m) => m.get(id).map_err(|e| st.generation.docs_error(e)),
                     None => Ok(None),
                 }
             })
@@ -242,26 +240,33 @@ impl Store {
         let shape = self.need_recipe()?.sketch_shape();
         // Per document, on all cores: where its id is stored now (if it is), and the stored
         // documents within k that pass verification, its own stored version set apart.
-        let found: Vec<(Vec<Candidate>, Own)> = chunk
+        let found: Vec<(Vec<Candidate>, Own, Option<Slots>)> = chunk
             .par_iter()
             .zip(&hashed)
             .map(|(d, h)| match h.fingerprint {
                 Some(fp) => {
-                    let own = self.doc_id(d.id)?;
-                    self.candidates(fp, &h.sketch, k, verify, shape, own)
+                    let slots = self.slots(d.id)?;
+                    let own = match slots.place(d.id, &|_| None)? {
+                        (n, true) => Some(n),
+                        (_, false) => None,
+                    };
+                    let (cands, own) = self.candidates(fp, &h.sketch, k, verify, shape, own)?;
+                    Ok((cands, own, Some(slots)))
                 }
-                None => Ok((Vec::new(), Own::default())),
+                None => Ok((Vec::new(), Own::default(), None)),
             })
             .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(chunk.len());
         let mut puts: Vec<Put> = Vec::new();
         let mut replaced: HashSet<u64> = HashSet::new();
-        for ((d, h), (cands, own_stored)) in chunk.iter().zip(hashed).zip(found) {
-            let Some(fp) = h.fingerprint else {
+        for ((d, h), (cands, own_stored, slots)) in chunk.iter().zip(hashed).zip(found) {
+            let (Some(fp), Some(slots)) = (h.fingerprint, slots) else {
                 out.push(Verdict::Empty);
                 continue;
             };
-            let (n, exists) = self.place(d.id, &|n| scratch.holder(n))?;
+            // Its slots as read beside its candidates: a storing call writes at the chunk's end
+            // and holds `doc_writes` meanwhile, so the store has not changed since.
+            let (n, exists) = slots.place(d.id, &|n| scratch.holder(n))?;
             // Its latest stored version: one put earlier in this call, or the store's.
             let same = match scratch.latest(n) {
                 Some((f, s)) => exists && f == fp && **s == *h.sketch,

@@ -127,44 +127,30 @@ impl Store {
     /// Where `id` lives or would be put: (numeric id, whether a document of that id is stored),
     /// seeing also `pending` (ids placed by this call, not yet stored).
     pub(super) fn place(&self, id: &DocId, pending: &Pending<'_>) -> Result<(u64, bool)> {
-        let key = match id {
-            DocId::Num(n) => {
-                let holder = match pending(*n) {
-                    Some(p) => Some(p),
-                    None => self
-                        .docs_of(&[*n])?
+        self.slots(id)?.place(id, pending)
+    }
+
+    /// What the store holds in the numeric ids `id` may take: its own number, or a string's
+    /// window. Read once; [`Slots::place`] then decides against a call's pending ids without
+    /// reading the store again.
+    pub(super) fn slots(&self, id: &DocId) -> Result<Slots> {
+        Ok(match id {
+            DocId::Num(n) => Slots {
+                start: *n,
+                held: vec![
+                    self.docs_of(&[*n])?
                         .pop()
                         .flatten()
                         .map(|d| caller_id(*n, &d)),
-                };
-                return match holder {
-                    Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
-                        "numeric id {n} is taken by the document with string id {k:?}"
-                    ))),
-                    other => Ok((*n, other.is_some())),
-                };
-            }
-            DocId::Key(k) => k,
-        };
-        let start = xxhash_rust::xxh3::xxh3_64_with_seed(key.as_bytes(), KEY_SEED);
-        let holders = self.holders(start)?;
-        let mut free = None;
-        for (j, stored) in holders.into_iter().enumerate() {
-            let n = start.wrapping_add(j as u64);
-            match pending(n).or(stored) {
-                Some(h) if &h == id => return Ok((n, true)),
-                Some(_) => {}
-                None => {
-                    free.get_or_insert(n);
+                ],
+            },
+            DocId::Key(k) => {
+                let start = xxhash_rust::xxh3::xxh3_64_with_seed(k.as_bytes(), KEY_SEED);
+                Slots {
+                    start,
+                    held: self.holders(start)?,
                 }
             }
-        }
-        free.map(|n| (n, false)).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "string id {:?}: all {KEY_WINDOW} numeric ids of its window are taken (by ids \
-                 chosen to collide with its hash)",
-                key.chars().take(60).collect::<String>()
-            ))
         })
     }
 
@@ -180,9 +166,7 @@ impl Store {
                 false => vec![(start, u64::MAX), (0, end)],
             };
             for (lo, hi) in ranges {
-                let found = m
-                    .keys_in(lo, hi)
-                    .map_err(|e| e.with_path(&st.generation.dir().join(super::docs::DOCS_NAME)))?;
+                let found = m.keys_in(lo, hi).map_err(|e| st.generation.docs_error(e))?;
                 for (n, key) in found {
                     out[n.wrapping_sub(start) as usize] = Some(match key {
                         Some(k) => DocId::Key(k),
@@ -202,6 +186,49 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+/// The caller's ids the store holds in the numeric ids from `start` on (one for a numeric id,
+/// [`KEY_WINDOW`] for a string id): see [`Store::slots`].
+pub(super) struct Slots {
+    start: u64,
+    held: Vec<Option<DocId>>,
+}
+
+impl Slots {
+    /// Where `id` (the id these slots were read for) lives or would be put: (numeric id,
+    /// whether a document of that id is stored), seeing also `pending`.
+    pub(super) fn place(&self, id: &DocId, pending: &Pending<'_>) -> Result<(u64, bool)> {
+        let key = match id {
+            DocId::Num(n) => {
+                return match pending(*n).or_else(|| self.held[0].clone()) {
+                    Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
+                        "numeric id {n} is taken by the document with string id {k:?}"
+                    ))),
+                    other => Ok((*n, other.is_some())),
+                };
+            }
+            DocId::Key(k) => k,
+        };
+        let mut free = None;
+        for (j, stored) in self.held.iter().enumerate() {
+            let n = self.start.wrapping_add(j as u64);
+            match pending(n).or_else(|| stored.clone()) {
+                Some(h) if &h == id => return Ok((n, true)),
+                Some(_) => {}
+                None => {
+                    free.get_or_insert(n);
+                }
+            }
+        }
+        free.map(|n| (n, false)).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "string id {:?}: all {KEY_WINDOW} numeric ids of its window are taken (by ids \
+                 chosen to collide with its hash)",
+                key.chars().take(60).collect::<String>()
+            ))
+        })
     }
 }
 

@@ -194,6 +194,11 @@ impl Generation {
         self.docs.as_ref().map_or(0, |d| d.docs())
     }
 
+    /// `e`, an error of reading the document map, naming its file.
+    pub(crate) fn docs_error(&self, e: Error) -> Error {
+        e.with_path(&self.dir.join(DOCS_NAME))
+    }
+
     internal_fn! {
         /// The document map (document stores only).
         fn docs(&self) -> Option<&DocMap<Mmap>> {
