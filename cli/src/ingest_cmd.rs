@@ -60,7 +60,8 @@ pub struct IngestArgs {
     pub learn: Option<u64>,
     /// When creating: learn the recipe's idf weights from these documents (read like the
     /// input: files, directories, JSONL with --jsonl) instead of the input's first ones, so
-    /// that the store's answers do not depend on what its first run holds. Not stored.
+    /// that the store's answers do not depend on what its first run holds (its first --learn
+    /// documents, default 1000000). Not stored.
     #[arg(long, num_args = 1..)]
     pub learn_from: Vec<PathBuf>,
     /// Documents checked and stored per step, 1 to 1000000: a step's lines are written once it
@@ -142,15 +143,19 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             )));
         }
         (None, false) => {
-            let mut from = DocArgs {
+            let from = DocArgs {
                 paths: a.learn_from.clone(),
                 quiet: true,
                 ..docs.clone_settings()
             };
-            from.strict = a.strict;
+            // The first `sample_cap` documents are held, the rest of the sample is only read.
+            let cap = sample_cap(&a);
             let mut v = Vec::new();
             read_docs(&from, |chunk| {
-                v.extend(chunk);
+                if v.len() < cap {
+                    v.extend(chunk);
+                    v.truncate(cap);
+                }
                 Ok(())
             })?;
             Some(v)
@@ -339,6 +344,11 @@ fn learn_docs(a: &IngestArgs) -> usize {
     a.learn.unwrap_or(LEARN_DOCS as u64) as usize
 }
 
+/// The most documents of --learn-from that weights are learned from (--learn, else 1000000).
+fn sample_cap(a: &IngestArgs) -> usize {
+    a.learn.unwrap_or(1_000_000) as usize
+}
+
 /// Whether a new store's recipe has IDF weights, given `available` documents to learn from:
 /// auto weights are idf without --verify when there are --learn of them (fewer would freeze
 /// weights of a small start into the store: count weights then).
@@ -370,7 +380,7 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
                 .iter()
                 .take(match a.learn_from.is_empty() {
                     true => learn_docs(a),
-                    false => a.learn.map_or(usize::MAX, |n| n as usize),
+                    false => sample_cap(a),
                 })
                 .map(|d| d.text.as_str()),
         )?,
