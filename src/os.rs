@@ -18,7 +18,7 @@ const SAMPLES: usize = 16;
 /// Every probe searches a last-key array at a random place. At 100M fingerprints those arrays
 /// are 16 MiB per table, so with 4 KiB pages each probe also misses the TLB and walks the page
 /// tables; 2 MiB pages cover them in a few dozen TLB entries. Measured at 100M (design 10, one
-/// thread, interleaved pairs): about 1.1x (BENCHMARKS.md).
+/// thread, interleaved pairs): about 1.1x (docs/log/benchmarks.md).
 pub(crate) fn huge_pages<T>(v: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The 1B and 100M rows of BENCHMARKS.md (issue 29, part 7), on a 16-core machine with 128 GiB
+# The 1B and 100M rows of docs/log/benchmarks.md (issue 29, part 7), on a 16-core machine with 128 GiB
 # of RAM and 64 GiB of disk: the 1B index built and queried with one binary (simdex-new), then
 # 100M keys built and queried by two binaries, interleaved (simdex-old: the binary before a
 # change, on its own default index of the same keys). Put both stripped release binaries

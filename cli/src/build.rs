@@ -51,7 +51,7 @@ pub struct LayoutArgs {
     /// key (format 4), so that a probe decodes its run alone.
     #[arg(long, default_value = "auto")]
     pub segment_keys: String,
-    /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see BENCHMARKS.md).
+    /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see docs/log/benchmarks.md).
     #[arg(long, default_value = "h-delta")]
     pub codec: simdex::codec::Codec,
 }

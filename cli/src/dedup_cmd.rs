@@ -37,7 +37,7 @@ pub struct DedupArgs {
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
     pub weights: Weights,
     /// Candidate distance when verifying (0..=16). Default 11: on template-heavy pages,
-    /// near-duplicates at Jaccard 0.9 lie up to 10-12 bits apart (measured; BENCHMARKS.md).
+    /// near-duplicates at Jaccard 0.9 lie up to 10-12 bits apart (measured; docs/log/benchmarks.md).
     /// Only candidates that may reach the threshold are compared: those whose prefixes (the
     /// rarest tenth of their shingles at 0.9) share a shingle, found from the prefixes or, where
     /// many documents share prefix shingles, from the fingerprints (an in-memory join over

@@ -40,7 +40,7 @@ pub struct IngestArgs {
     pub verify: Option<f64>,
     /// Candidates are stored fingerprints within K bits (0..=7). Default: the store's k, which
     /// for a new store is 7 with --verify (near-duplicates at Jaccard 0.95 lie up to 7 bits
-    /// apart on template-heavy pages) and 3 without (BENCHMARKS.md, "Documents in the store").
+    /// apart on template-heavy pages) and 3 without (docs/log/benchmarks.md, "Documents in the store").
     #[arg(long)]
     pub k: Option<u32>,
     /// When creating: the documents the store is expected to grow to, for its table design

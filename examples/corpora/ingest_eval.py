@@ -1,4 +1,4 @@
-"""Precision and recall of `simdex ingest` against exact word 3-shingle Jaccard (BENCHMARKS.md,
+"""Precision and recall of `simdex ingest` against exact word 3-shingle Jaccard (docs/log/benchmarks.md,
 "Documents in the store").
 
     simdex ingest st --jsonl pages.jsonl --verify jaccard:0.9 > ingest.tsv

@@ -18,7 +18,7 @@
 //! elements of the union, standard deviation about `√(P(1 − P)/bins)/(1 − c)` with
 //! `P = J + (1 − J)c`: 0.013 at J = 0.9 with the default 512 bins of 2 bits, 128 bytes (short
 //! values lose little where similarity is high, and buy twice the bins of 4-bit ones;
-//! BENCHMARKS.md measures the decisions against exact Jaccard). Specified in
+//! docs/log/benchmarks.md measures the decisions against exact Jaccard). Specified in
 //! format-spec/store.md ("Sketches").
 
 use crate::error::{Error, Result};
@@ -33,7 +33,7 @@ pub struct SketchShape {
 
 impl Default for SketchShape {
     /// 512 bins of 2 bits (128 bytes): of the 128-byte shapes measured, the fewest decisions
-    /// at T = 0.9 that differ from exact Jaccard's (`cargo bench --bench sketch`; BENCHMARKS.md,
+    /// at T = 0.9 that differ from exact Jaccard's (`cargo bench --bench sketch`; docs/log/benchmarks.md,
     /// "Documents in the store").
     fn default() -> Self {
         SketchShape { bins: 512, bits: 2 }

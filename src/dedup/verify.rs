@@ -159,7 +159,7 @@ pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
 
 /// The default candidate distance of verified dedup (`simdex dedup --verify`, `simdex.dedup(verify=)`,
 /// `simdex.spark.dedup(verify=)`): near-duplicates at Jaccard 0.9 of template-heavy pages lie up
-/// to 10-12 bits apart (measured; BENCHMARKS.md).
+/// to 10-12 bits apart (measured; docs/log/benchmarks.md).
 pub const DEFAULT_CANDIDATE_K: u32 = 11;
 /// The largest candidate distance of verified dedup.
 pub const MAX_CANDIDATE_K: u32 = 16;

@@ -10,7 +10,7 @@ pub const DEFAULT_MAX_TABLES: usize = 20;
 /// [`auto_block_size`] stays within.
 ///
 /// 2 GiB keeps the smallest blocks up to about 10^9 fingerprints with the 10 tables `auto`
-/// picks there: larger blocks make every probe decode more keys (measured in BENCHMARKS.md),
+/// picks there: larger blocks make every probe decode more keys (measured in docs/log/benchmarks.md),
 /// and 2 GiB is a few percent of such an index, whose blocks must be in the page cache for
 /// fast queries anyway. Beyond that, larger blocks keep the reader's memory bounded.
 pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
@@ -23,12 +23,12 @@ const READER_BYTES_PER_BLOCK: f64 = 12.0;
 /// 3-10% faster than format 1's 256-byte blocks on one VM and level on another (with their
 /// first checks prefetched), at bound + 3.9 bits per key in format 2 (+ 3.3 in format 3)
 /// instead of + 5.6 and a quarter of the reader memory; 4096-byte ones were 1.4x slower
-/// (BENCHMARKS.md).
+/// (docs/log/benchmarks.md).
 pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
 /// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.25-3.4 bits per key in format 3 (+ 3.4-3.5 in format 2)
 /// instead of bound + 5.8 (256-byte blocks of format 1), and queries as fast or faster at 1M
-/// and 10M keys (BENCHMARKS.md, issue 29).
+/// and 10M keys (docs/log/benchmarks.md, issue 29).
 pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// The largest index (modelled bytes of all tables) [`auto_block_size`] gives segmented
 /// blocks: 1 GiB.
@@ -37,7 +37,7 @@ pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// then its segment, and the first read of each block checks a crc over 4 KiB. While the
 /// index's blocks are in the CPU caches that is cheaper than the decode it saves; once they
 /// come from DRAM it is not: at 100M keys (5 GB) queries were 1.4x slower than format 1's (at
-/// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, BENCHMARKS.md).
+/// 10M, 0.5 GB, as fast or 1.1x faster; measured on a VM with a 480 MB L3, docs/log/benchmarks.md).
 /// Larger indexes take 1024-byte blocks: a head of two lines (blocks start 48 bytes into a
 /// line) and a 1 KiB first check, which probes prefetch whole. 2048-byte blocks in segments
 /// of 24 reach bound + 3.4 there in format 2 and are no slower than format 1 once every block
@@ -55,7 +55,7 @@ pub fn keys_per_block(n: u64, block_size: u32) -> f64 {
 
 /// Keys per segment [`auto_segment_keys`] gives blocks large enough to be cut: at 4096-byte
 /// blocks, 16 keys were 3-7% faster than 20 but cost bound + 3.7 bits per key (1M, 10M
-/// uniform keys); 20 cost bound + 3.4, 24 bound + 3.2 at format 1's speed (BENCHMARKS.md).
+/// uniform keys); 20 cost bound + 3.4, 24 bound + 3.2 at format 1's speed (docs/log/benchmarks.md).
 pub const AUTO_SEGMENT_KEYS: u32 = 20;
 /// The smallest block size [`auto_segment_keys`] cuts into segments.
 pub const AUTO_SEGMENT_MIN_BLOCK: u32 = 1024;
@@ -73,7 +73,7 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
 /// Modelled nanoseconds per key of a probe's range in a table aligned to its runs (format 4),
 /// against 11 for every other key decoded: the run is one segment, decoded on the vector
 /// path without a segment change. Fitted to where design 4 (aligned) stops being faster than
-/// design 10 (not aligned), measured in one process on the same keys (BENCHMARKS.md, issue
+/// design 10 (not aligned), measured in one process on the same keys (docs/log/benchmarks.md, issue
 /// 29, part 10): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. At 11
 /// the model put that point at 4.2M, so `auto` gave 5M-6M keys design 10, 4-10% slower at
 /// 2.5x the bytes; at 7.5 it is at about 6.4M.
@@ -163,7 +163,7 @@ impl Design {
         // Once the index outgrows the CPU caches, each probe's block is a cache miss and a TLB
         // miss whose page walk itself misses more often the larger the mapping: ~90 ns per
         // doubling of the index beyond 64 MiB. Fitted to the query bench (one thread, pages
-        // mapped) at 1M, 10M and 100M; see BENCHMARKS.md, issue 16, third step.
+        // mapped) at 1M, 10M and 100M; see docs/log/benchmarks.md, issue 16, third step.
         let index_bytes = table_bytes * self.tables.len() as f64;
         let miss = 90.0 * (index_bytes / (64u64 << 20) as f64).log2().max(0.0);
         let mut probes = 0.0;
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn auto_picks_the_designs_measured_fastest() {
-        // One thread, pages mapped, uniform random fingerprints (BENCHMARKS.md, issue 16): at
+        // One thread, pages mapped, uniform random fingerprints (docs/log/benchmarks.md, issue 16): at
         // 1M design 4 (2.1 µs) beat 10 (3.6); at 10M 10 (7.5) beat 4 (8.6) and 16 (14.5); at
         // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
         // (5.2-5.9), which the model without its cache-miss term picked.

@@ -152,7 +152,7 @@ pub struct OpenOptions {
     /// A mapped index otherwise takes a page fault the first time each page is touched: a
     /// minor fault (the page is cached, only the mapping is missing) is not free, and a query
     /// touches t random pages, so a fresh process with a warm page cache spends a good part of
-    /// its first queries' time mapping pages (measured in BENCHMARKS.md). Populating pays that
+    /// its first queries' time mapping pages (measured in docs/log/benchmarks.md). Populating pays that
     /// once, up front (a sequential read of what is not cached), and keeps latency flat from
     /// the first query: for services that open once and query for long. It also checks every
     /// block's crc32 at open, which a reader otherwise does the first time a query reads the
@@ -222,7 +222,7 @@ impl Index<Vec<u8>> {
     /// the first time a query reads it, and where the kernel maps its files in 4 KiB pages its
     /// probes also miss the TLB (queries 1.2x faster at 10M keys and 1.5-1.8x at 100M than
     /// such a reader's). A populated map in 2 MiB pages (a fresh build on ext4) is as fast or
-    /// faster: 1.1x at 1B (BENCHMARKS.md, issue 29 part 17).
+    /// faster: 1.1x at 1B (docs/log/benchmarks.md, issue 29 part 17).
     pub fn open_in_memory(dir: impl AsRef<Path>) -> Result<Index<Vec<u8>>> {
         let dir = dir.as_ref();
         let manifest = read_manifest(dir)?;

@@ -242,7 +242,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         // The planned scan of `near`, not a probe loop that stops at the first match: most
         // queries of a dedup match nothing and make every probe anyway, and the scan overlaps
         // the probes' misses and decodes them in the vector lanes (at 10M, design 10, half the
-        // queries matching: 3.5-3.8 µs against 5.4; BENCHMARKS.md, issue 29 part 7).
+        // queries matching: 3.5-3.8 µs against 5.4; docs/log/benchmarks.md, issue 29 part 7).
         let mut out = Vec::new();
         let work = self.near_work(fp, k, &mut out)?;
         self.counters.add(1, &work);
@@ -258,7 +258,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// is answered by one scan of the tables instead, [`batch_near`](Self::batch_near)'s,
     /// where the queries' probes share what they decode: the same answers, at 1.15-1.4x the
     /// queries per second at 1M keys and 1.7-2x at 10M (one thread; 1.8x at 10M for k = 5
-    /// from a hundredth as many queries as keys; BENCHMARKS.md). The scan holds
+    /// from a hundredth as many queries as keys; docs/log/benchmarks.md). The scan holds
     /// the batch sorted under every table's permutation, 16 bytes per query per probe, and is
     /// taken only where that fits in 1 GiB.
     pub fn near_many(&self, fps: &[u64], k: u32) -> Result<NearMany> {

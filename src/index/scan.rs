@@ -38,7 +38,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// block (or a prefix run) share its decoding; query by query, each probe pays its own
     /// block search, head and misses. So the scan pays once a batch's probe entries crowd
     /// each table: from one entry (a query's probe of the table) per [`SCAN_SHARE`] stored
-    /// keys. Measured on one thread (BENCHMARKS.md, issue 29 part 15), one probe a table: at
+    /// keys. Measured on one thread (docs/log/benchmarks.md, issue 29 part 15), one probe a table: at
     /// 1M keys (design 4) it broke even at a sixteenth as many queries as keys and took 0.85x
     /// the time at an eighth, 0.7-0.75x from a quarter on; at 10M (design 10), 0.5-0.6x from
     /// an eighth on (and 0.7-0.85x already at a fortieth), but at 100M (B = 1024) 1.1-1.25x

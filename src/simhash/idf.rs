@@ -14,7 +14,7 @@
 //! or out together). What IDF is for — discounting what many documents share (navigation,
 //! boilerplate) — shows in any sample of a few thousand documents, while counting every
 //! shingle of a large corpus costs a pass of tokenizing and a table that grows with it
-//! (BENCHMARKS.md). The rule depends on the texts alone, not on their order or on how they are
+//! (docs/log/benchmarks.md). The rule depends on the texts alone, not on their order or on how they are
 //! split, so `simdex dedup`, `simdex.dedup` and the Spark job learn the same table; a corpus
 //! of at most that many distinct texts is learned whole. Specified in `format-spec/simhash.md`.
 

@@ -27,7 +27,7 @@ pub use idf::{DfCounter, IDF_SAMPLE_DOCS, IdfSample, IdfTable, sample_bound, tex
 /// Seed of the feature hash: xxh3-64 with this seed (the bytes of "simdex\0\x01", big-endian).
 pub const FEATURE_SEED: u64 = 0x7369_6d64_6578_0001;
 
-/// Default shingle size, chosen by the evaluation in BENCHMARKS.md.
+/// Default shingle size, chosen by the evaluation in docs/log/benchmarks.md.
 pub const DEFAULT_SHINGLE: usize = 2;
 
 /// The 64-bit simhash of weighted feature hashes: bit i (bit 0 = most significant) is 1 when the

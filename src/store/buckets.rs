@@ -5,7 +5,7 @@
 //! A bucket holds the keys with equal top `b = min(p, 16)` bits, unordered. A probe's range is
 //! all keys sharing a p-bit prefix, so it lies in one bucket; other ranges visit the buckets they
 //! span. Measured by `simdex ingest` at k = 7 (68 probes a query): the B-tree
-//! ranges were 43% of the time (BENCHMARKS.md, "Documents in the store").
+//! ranges were 43% of the time (docs/log/benchmarks.md, "Documents in the store").
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -6,7 +6,7 @@
 //! but the writer, already running, retakes the lock before the query's thread is scheduled
 //! (measured: one query waited 130 ms during a 1M-pair `insert_many`). A pause between
 //! records fixed that at a fixed cost per record whether or not anyone waited, and a fair
-//! hand-off (parking_lot's `unlock_fair`) made queries wait longer (BENCHMARKS.md). Here
+//! hand-off (parking_lot's `unlock_fair`) made queries wait longer (docs/log/benchmarks.md). Here
 //! queries count themselves in and out, and a writer between records waits — without holding
 //! any lock — until every query that was already waiting holds its read lock. The lock
 //! prefers writers, so queries that come later wait for at most the next record.

@@ -8,7 +8,7 @@
 //!
 //! **Weights are learned by the store** ([`Recipe::learn`]): IDF from the documents the store is
 //! created with (the first [`LEARN_DOCS`] of them, or a sample the caller gives), then frozen.
-//! Rule and measurements: format-spec/store.md ("Recipe") and BENCHMARKS.md.
+//! Rule and measurements: format-spec/store.md ("Recipe") and docs/log/benchmarks.md.
 //!
 //! ```text
 //! simdex-recipe 1
@@ -39,7 +39,7 @@ pub const SIMHASH_VERSION: u32 = 1;
 /// The HTML rule version (format-spec/simhash.md, "HTML").
 pub const HTML_RULES_VERSION: u32 = 1;
 /// Documents the weights are learned from by default: the first this many a store is created
-/// with (BENCHMARKS.md, "Weights learned by the store").
+/// with (docs/log/benchmarks.md, "Weights learned by the store").
 pub const LEARN_DOCS: usize = 10_000;
 /// The fewest documents a store's IDF weights may be learned from: weights from a handful of
 /// documents would be frozen into the store for good (a store refuses to be created with them;

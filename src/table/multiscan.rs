@@ -19,7 +19,7 @@
 //! ([`MultiScan::run_many`]): 1.15x faster at 10M keys, where a query's 10 probes left two of
 //! its twelve lanes idle and the others waited for the slowest. Planning the next query's
 //! probes (its prefetches) a whole query ahead, and in the scalar loop decoding several
-//! queries' probes round-robin, were measured and gained nothing (BENCHMARKS.md).
+//! queries' probes round-robin, were measured and gained nothing (docs/log/benchmarks.md).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -299,7 +299,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         // The plan's buffer is kept per thread between calls (a call that finds none, a
         // nested one, makes its own) rather than zeroed afresh on the stack, 64 probes of 104
         // bytes: that made a single query 0.87-0.95x of its time at 1M-100M keys
-        // (BENCHMARKS.md, part 8). What an earlier query left in it is overwritten before it
+        // (docs/log/benchmarks.md, part 8). What an earlier query left in it is overwritten before it
         // is read (`plan`).
         let mut plan = PLAN
             .take()

@@ -65,7 +65,7 @@ const WINDOW_BITS: u32 = LANE_WINDOW_BITS;
 /// the scalar rule. On 20k keys per table (93% short: small indexes have large gaps, so long
 /// suffixes) the lanes were 1.2x slower; from 1M keys per table (98%) on they were as fast or
 /// faster on a 2-core AMD EPYC (10M, design 4: 1.35x) and 1.14-1.26x faster on a 16-core Xeon
-/// at 1B (BENCHMARKS.md).
+/// at 1B (docs/log/benchmarks.md).
 const MIN_SHORT_SHARE: f64 = 0.95;
 
 const MSB: u64 = 1 << 63;
@@ -76,7 +76,7 @@ const MSB: u64 = 1 << 63;
 /// prefetchers, which follow a stream per load instruction. While a lane's load instruction
 /// served a lane of several groups it walked as many streams in turn and the prefetchers lost
 /// them (two groups were 1.3x slower per query than one at 10M, design 4). With one group the
-/// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does (BENCHMARKS.md,
+/// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does (docs/log/benchmarks.md,
 /// part 8).
 const STREAM_AHEAD: usize = 128;
 
@@ -143,7 +143,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
     /// as any of its lanes is live, so more groups only meant more steps with idle lanes. A
     /// single `near` of design 10 (ten probes) was 1.15x faster in one group than in three at
     /// 10M keys and 1.08x at 100M, m4c2r1 (198 probes) 1.2x; a stream of many queries was
-    /// level in one or two (BENCHMARKS.md, part 8).
+    /// level in one or two (docs/log/benchmarks.md, part 8).
     ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT ([`supported`]).

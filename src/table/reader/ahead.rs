@@ -188,7 +188,7 @@ fn decided((from, to): (u32, u32)) -> Option<usize> {
 /// the lines after the skip entries hold that segment only for probes that start near the
 /// block's start, and they take fill buffers the query's other misses need. At 1B keys
 /// (format 4, 1 KiB blocks, skip entries of 37-74 bytes) 2 lines took 0.95x the time of 4 on
-/// a 16-core Xeon (part 17); at 100M on the 2-core VM, 0.93-0.98 (part 18, BENCHMARKS.md).
+/// a 16-core Xeon (part 17); at 100M on the 2-core VM, 0.93-0.98 (part 18, docs/log/benchmarks.md).
 /// Blocks of 4 KiB (1M and 10M keys) keep 4: their skip entries take 3 lines or more.
 pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
     use crate::table::format::COMPACT_VERSION;
