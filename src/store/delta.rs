@@ -38,7 +38,15 @@ pub struct Layer {
     ops: u64,
     /// Documents put in this layer (and not deleted since), by id.
     docs: HashMap<u64, DocMeta>,
+    /// The spans of `1 << SPAN_BITS` ids (`id >> SPAN_BITS`) in which this layer put a document
+    /// or deleted an id: a string id's window lookup skips a layer that touched neither span
+    /// of its window instead of looking up each of its ids (on 200k string ids, 32 lookups a
+    /// document made ingest 1.2x slower).
+    spans: HashSet<u64>,
 }
+
+/// Ids per span of [`Layer::touches`]: a string id's window (`super::keys::KEY_WINDOW`).
+pub const SPAN_BITS: u32 = 5;
 
 impl Layer {
     /// An empty layer for tables with these permutations and probe prefix bits.
@@ -51,6 +59,7 @@ impl Layer {
             tables,
             ops: 0,
             docs: HashMap::new(),
+            spans: HashSet::new(),
         }
     }
 
@@ -86,6 +95,7 @@ impl Layer {
         }
         self.deleted.insert(id);
         self.docs.remove(&id);
+        self.spans.insert(id >> SPAN_BITS);
     }
 
     /// Put a document: `(fp, id)` and `doc`; if `replaces`, the id's pairs and document (here
@@ -97,6 +107,14 @@ impl Layer {
         }
         self.insert(fp, id);
         self.docs.insert(id, doc);
+        self.spans.insert(id >> SPAN_BITS);
+    }
+
+    /// False if this layer put no document and deleted no id among the `1 << SPAN_BITS` ids
+    /// from `start` (wrapping): what it says of them is nothing.
+    pub fn touches(&self, start: u64) -> bool {
+        let end = start.wrapping_add((1 << SPAN_BITS) - 1);
+        self.spans.contains(&(start >> SPAN_BITS)) || self.spans.contains(&(end >> SPAN_BITS))
     }
 
     /// What this layer says of `id`'s document: `Some(Some(doc))` put here, `Some(None)`
@@ -178,6 +196,7 @@ impl Layer {
         }
         for (&id, d) in &newer.docs {
             self.docs.insert(id, d.clone());
+            self.spans.insert(id >> SPAN_BITS);
         }
     }
 }
@@ -199,5 +218,35 @@ impl crate::index::probe::ProbeSource for Layer {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window is touched exactly when a document was put, or an id deleted, in one of its
+    /// ids (wrapping at 2^64).
+    #[test]
+    fn touches_is_exact_at_the_span_level_and_wraps() {
+        let doc = DocMeta {
+            key: None,
+            sketch: vec![0u8; 4].into(),
+        };
+        let mut l = Layer::new(Vec::new());
+        l.put_doc(7, 100, false, doc.clone());
+        for start in 69..=100 {
+            assert!(l.touches(start), "{start}");
+        }
+        assert!(!l.touches(101 + 64) && !l.touches(0));
+        l.delete(u64::MAX);
+        assert!(l.touches(u64::MAX - 3) && l.touches(u64::MAX));
+        // A window that wraps reaches span 0 too.
+        let mut w = Layer::new(Vec::new());
+        w.put_doc(7, 2, false, doc);
+        assert!(w.touches(u64::MAX - 5));
+        let mut a = Layer::new(Vec::new());
+        a.absorb(&w);
+        assert!(a.touches(2));
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::delta::Layer;
+use super::delta::{Layer, SPAN_BITS};
 use super::docs::DocMeta;
 use super::keys::{DocId, Slots, caller_id};
 use super::open::perms_of;
@@ -266,7 +266,10 @@ impl Store {
             };
             // Its slots as read beside its candidates: a storing call writes at the chunk's end
             // and holds `doc_writes` meanwhile, so the store has not changed since.
-            let (n, exists) = slots.place(d.id, &|n| scratch.holder(n))?;
+            let (n, exists) = match scratch.touches(slots.start()) {
+                true => slots.place(d.id, &|n| scratch.holder(n))?,
+                false => slots.place(d.id, &|_| None)?,
+            };
             // Its latest stored version: one put earlier in this call, or the store's.
             let same = match scratch.latest(n) {
                 Some((f, s)) => exists && f == fp && **s == *h.sketch,
@@ -393,6 +396,9 @@ struct Scratch {
     live: Vec<bool>,
     /// Store id → index in `docs` of its latest put.
     by_id: HashMap<u64, usize>,
+    /// The spans of store ids (`n >> SPAN_BITS`) of `by_id`: a string id's window that touches
+    /// none of them is placed without a lookup per id.
+    spans: HashSet<u64>,
     /// `docs[..older_len]` are in `older` and not scanned.
     older: Option<Layer>,
     older_len: usize,
@@ -415,6 +421,7 @@ impl Scratch {
             },
             live: Vec::new(),
             by_id: HashMap::new(),
+            spans: HashSet::new(),
             older: None,
             older_len: 0,
         }
@@ -427,6 +434,7 @@ impl Scratch {
         self.docs.clear();
         self.live.clear();
         self.by_id.clear();
+        self.spans.clear();
         self.older = None;
         self.older_len = 0;
         self.clear_recent();
@@ -441,6 +449,7 @@ impl Scratch {
 
     fn put(&mut self, fp: u64, n: u64, id: DocId, sketch: Arc<[u8]>) {
         let i = self.docs.len();
+        self.spans.insert(n >> SPAN_BITS);
         if let Some(old) = self.by_id.insert(n, i) {
             self.live[old] = false;
             if let Some(l) = self.older.as_mut().filter(|_| old < self.older_len) {
@@ -453,6 +462,12 @@ impl Scratch {
             Recent::Scanned(fps) => fps.push(fp),
         }
         self.live.push(true);
+    }
+
+    /// False if the call put nothing among the `1 << SPAN_BITS` store ids from `start`.
+    fn touches(&self, start: u64) -> bool {
+        let end = start.wrapping_add((1 << SPAN_BITS) - 1);
+        self.spans.contains(&(start >> SPAN_BITS)) || self.spans.contains(&(end >> SPAN_BITS))
     }
 
     /// The caller's id of the call's latest put of store id `n`, if any.

@@ -20,6 +20,7 @@ pub const KEY_SEED: u64 = 0x7369_6d64_6578_6b79;
 /// Slots a string id may take, from its hash on: a lookup reads all of them (one block of the
 /// document map, since stored ids are far apart).
 pub const KEY_WINDOW: u64 = 32;
+const _: () = assert!(KEY_WINDOW == 1 << super::delta::SPAN_BITS);
 
 /// A document's id as the caller gives it: a number, or a string (a URL, a dataset key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -137,12 +138,10 @@ impl Store {
         Ok(match id {
             DocId::Num(n) => Slots {
                 start: *n,
-                held: vec![
-                    self.docs_of(&[*n])?
-                        .pop()
-                        .flatten()
-                        .map(|d| caller_id(*n, &d)),
-                ],
+                held: (self.docs_of(&[*n])?.pop().flatten())
+                    .map(|d| (*n, caller_id(*n, &d)))
+                    .into_iter()
+                    .collect(),
             },
             DocId::Key(k) => {
                 let start = xxhash_rust::xxh3::xxh3_64_with_seed(k.as_bytes(), KEY_SEED);
@@ -154,33 +153,42 @@ impl Store {
         })
     }
 
-    /// The caller's id stored under each of the [`KEY_WINDOW`] numeric ids from `start`
-    /// (wrapping), under one look at the store's state.
-    fn holders(&self, start: u64) -> Result<Vec<Option<DocId>>> {
+    /// The caller's ids stored under the [`KEY_WINDOW`] numeric ids from `start` (wrapping),
+    /// under one look at the store's state.
+    fn holders(&self, start: u64) -> Result<Vec<(u64, DocId)>> {
+        // Sparse (numeric id, holder): a window is nearly always empty, and then nothing is
+        // allocated.
+        let mut out: Vec<(u64, DocId)> = Vec::new();
+        let set = |out: &mut Vec<(u64, DocId)>, n: u64, holder: Option<DocId>| {
+            out.retain(|e| e.0 != n);
+            out.extend(holder.map(|h| (n, h)));
+        };
         let st = self.read_state();
-        let mut out: Vec<Option<DocId>> = vec![None; KEY_WINDOW as usize];
         if let Some(m) = st.generation.docs() {
             let end = start.wrapping_add(KEY_WINDOW - 1);
             let ranges = match end >= start {
-                true => vec![(start, end)],
-                false => vec![(start, u64::MAX), (0, end)],
+                true => [(start, end), (1, 0)],
+                false => [(start, u64::MAX), (0, end)],
             };
-            for (lo, hi) in ranges {
+            for (lo, hi) in ranges.into_iter().filter(|(lo, hi)| lo <= hi) {
                 let found = m.keys_in(lo, hi).map_err(|e| st.generation.docs_error(e))?;
                 for (n, key) in found {
-                    out[n.wrapping_sub(start) as usize] = Some(match key {
-                        Some(k) => DocId::Key(k),
-                        None => DocId::Num(n),
-                    });
+                    out.push((
+                        n,
+                        match key {
+                            Some(k) => DocId::Key(k),
+                            None => DocId::Num(n),
+                        },
+                    ));
                 }
             }
         }
-        for layer in st.layers() {
-            for (j, slot) in out.iter_mut().enumerate() {
-                let n = start.wrapping_add(j as u64);
+        for layer in st.layers().into_iter().filter(|l| l.touches(start)) {
+            for j in 0..KEY_WINDOW {
+                let n = start.wrapping_add(j);
                 match layer.doc(n) {
-                    Some(Some(d)) => *slot = Some(caller_id(n, d)),
-                    Some(None) => *slot = None,
+                    Some(Some(d)) => set(&mut out, n, Some(caller_id(n, d))),
+                    Some(None) => set(&mut out, n, None),
                     None => {}
                 }
             }
@@ -193,16 +201,27 @@ impl Store {
 /// [`KEY_WINDOW`] for a string id): see [`Store::slots`].
 pub(super) struct Slots {
     start: u64,
-    held: Vec<Option<DocId>>,
+    /// (numeric id, the caller's id of the document there), for the held ids only.
+    held: Vec<(u64, DocId)>,
 }
 
 impl Slots {
+    /// The caller's id of the document the store holds under `n`, if any.
+    fn holder(&self, n: u64) -> Option<&DocId> {
+        self.held.iter().find(|e| e.0 == n).map(|e| &e.1)
+    }
+
+    /// The first numeric id the slots cover.
+    pub(super) fn start(&self) -> u64 {
+        self.start
+    }
+
     /// Where `id` (the id these slots were read for) lives or would be put: (numeric id,
     /// whether a document of that id is stored), seeing also `pending`.
     pub(super) fn place(&self, id: &DocId, pending: &Pending<'_>) -> Result<(u64, bool)> {
         let key = match id {
             DocId::Num(n) => {
-                return match pending(*n).or_else(|| self.held[0].clone()) {
+                return match pending(*n).or_else(|| self.holder(*n).cloned()) {
                     Some(DocId::Key(k)) => Err(Error::InvalidArgument(format!(
                         "numeric id {n} is taken by the document with string id {k:?}"
                     ))),
@@ -212,10 +231,11 @@ impl Slots {
             DocId::Key(k) => k,
         };
         let mut free = None;
-        for (j, stored) in self.held.iter().enumerate() {
-            let n = self.start.wrapping_add(j as u64);
-            match pending(n).or_else(|| stored.clone()) {
-                Some(h) if &h == id => return Ok((n, true)),
+        for j in 0..KEY_WINDOW {
+            let n = self.start.wrapping_add(j);
+            let pending = pending(n);
+            match pending.as_ref().or_else(|| self.holder(n)) {
+                Some(h) if h == id => return Ok((n, true)),
                 Some(_) => {}
                 None => {
                     free.get_or_insert(n);
