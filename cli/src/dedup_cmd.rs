@@ -58,7 +58,7 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
 
 use rayon::prelude::*;
 use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
-use simdex::dedup::{Candidates, Clusters, Passes};
+use simdex::dedup::{Candidates, Clusters, Folder, PairSpill, Passes};
 
 /// Verification of the candidate pairs in passes over the input, each holding at most `budget`
 /// bytes of shingle sets ([`Passes`]); `ords` is each row's position among the documents read.
@@ -125,19 +125,37 @@ fn skipped_note(featureless: u64, bad: u64) -> String {
     note
 }
 
-/// Write the output text to --out or standard output.
-fn write_text(a: &DedupArgs, text: &str) -> Result<()> {
+/// Write the output to --out (atomically) or standard output, a line at a time.
+fn write_lines(a: &DedupArgs, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
     match &a.out {
         Some(p) => crate::output::write_output(p, |w| {
-            w.write_all(text.as_bytes())
-                .map_err(|e| Error::io(p.clone(), "write", e))
+            f(w).map_err(|e| match e {
+                Error::Io {
+                    path: None,
+                    op: "write",
+                    source,
+                } => Error::io(p.clone(), "write", source),
+                e => e,
+            })
         }),
         None => {
             let mut w = crate::util::stdout();
-            w.write_all(text.as_bytes()).map_err(crate::util::out_err)?;
+            f(&mut w).map_err(|e| match e {
+                Error::Io {
+                    path: None,
+                    op: "write",
+                    source,
+                } => crate::util::out_err(source),
+                e => e,
+            })?;
             crate::util::flush(&mut w)
         }
     }
+}
+
+/// A line of output (an I/O error without a path: [`write_lines`] names the output).
+fn line(w: &mut dyn Write, args: std::fmt::Arguments) -> Result<()> {
+    w.write_fmt(args).map_err(|e| Error::io(None, "write", e))
 }
 
 /// `jaccard:T` with T in (0, 1].
@@ -150,28 +168,15 @@ pub fn parse_verify(s: &str) -> std::result::Result<f64, String> {
 
 /// One line of tab-separated ids per cluster of two or more documents, in order of their first
 /// member.
-fn cluster_lines(c: &mut Clusters, ids: &[String]) -> String {
-    use std::fmt::Write as _;
-    let mut text = String::new();
-    for members in c.groups() {
-        let line: Vec<&str> = members.iter().map(|&i| ids[i].as_str()).collect();
-        let _ = writeln!(text, "{}", line.join("\t"));
-    }
-    text
-}
-
-/// Verified pairs as lines `id_a<TAB>id_b<TAB>distance<TAB>jaccard`.
-fn verified_lines(verified: &[(u32, u32, u32, f64)], ids: &[String]) -> String {
-    use std::fmt::Write as _;
-    let mut text = String::new();
-    for &(i, j, d, jac) in verified {
-        let _ = writeln!(
-            text,
-            "{}\t{}\t{d}\t{jac:.4}",
-            ids[i as usize], ids[j as usize]
-        );
-    }
-    text
+fn write_clusters(a: &DedupArgs, c: &mut Clusters, ids: &[String]) -> Result<()> {
+    let groups = c.groups();
+    write_lines(a, |w| {
+        for members in groups {
+            let names: Vec<&str> = members.iter().map(|&i| ids[i].as_str()).collect();
+            line(w, format_args!("{}\n", names.join("\t")))?;
+        }
+        Ok(())
+    })
 }
 
 /// Run `dedup`: every near-duplicate pair `id_a<TAB>id_b<TAB>distance` (input order), or the
@@ -214,6 +219,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     // Jaccard 0.9), from its set computed beside its fingerprint; sets are handed over in
     // groups, the first large enough to order them all (dedup::prefix).
     let mut prefixes = verify.map(simdex::dedup::Prefixes::new).transpose()?;
+    let mut folder = verify.map(|_| Folder::new());
     let mut sets: Vec<Vec<u64>> = Vec::new();
     let tokens = a.verify_tokens;
     let want_sets = verify.is_some();
@@ -233,10 +239,17 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         |fp, set, d| {
             match fp {
                 Some(fp) => {
-                    fps.push(fp);
                     ids.push(d.id.clone());
-                    ords.push(ord);
-                    if let (Some(p), Some(set)) = (&mut prefixes, set) {
+                    // Verification folds identical documents into one candidate row.
+                    let row = match (&mut folder, &set) {
+                        (Some(f), Some(set)) => f.offer(fp, set),
+                        _ => true,
+                    };
+                    if row {
+                        fps.push(fp);
+                        ords.push(ord);
+                    }
+                    if let (Some(p), Some(set), true) = (&mut prefixes, set, row) {
                         sets.push(set);
                         if sets.len() >= simdex::dedup::prefix::ORDER_SAMPLE {
                             p.push(&sets)?;
@@ -263,20 +276,36 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         None => std::env::temp_dir(),
     };
     let progress = crate::progress::handle(!a.docs.quiet);
-    if let (Some(t), Some(prefixes)) = (verify, &prefixes) {
+    if let (Some(t), Some(prefixes), Some(folder)) = (verify, &prefixes, folder) {
         // Verification: the exact Jaccard of every candidate pair that the prefixes let
         // through, a batch at a time (the pairs may take half of --mem, the shingle sets of a
-        // pass the rest); clusters from the verified pairs.
-        // Clusters are joined as pairs are verified (a group of identical documents has
-        // quadratically many pairs: holding them took 726 MiB for 5 000 copies); pairs mode
-        // keeps them to print them in order.
-        let mut verified = Vec::new();
-        let mut components = a.clusters.then(|| Clusters::new(fps.len()));
+        // pass the rest). Rows are groups of identical documents (verified among themselves
+        // without a merge); a verified pair of rows stands for all pairs of their members.
+        // Clusters are joined as pairs are verified; pairs are spilled in order (a group of
+        // near-copies has quadratically many: holding them took 726 MiB for 5 000 copies).
+        let groups = folder.finish();
+        let mut components = a.clusters.then(|| Clusters::new(groups.docs()));
+        let mut listed = (!a.clusters).then(|| PairSpill::new(&tmp, a.mem / 16));
         let mut kept = 0u64;
         let mut passed = 0u64;
-        // What is held throughout besides the candidates: the ids and fingerprints.
+        // What is held throughout besides the candidates: the ids, fingerprints and groups, and
+        // the pairs waiting for their turn in the output.
         let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
-            + (fps.capacity() + ords.capacity()) as u64 * 8;
+            + (fps.capacity() + ords.capacity()) as u64 * 8
+            + groups.memory_bytes()
+            + listed.as_ref().map_or(0, PairSpill::memory_bytes);
+        let mut emit = |x: u32, y: u32, d: u32, jac: f64| -> Result<()> {
+            kept += 1;
+            match (&mut components, &mut listed) {
+                (Some(c), _) => c.join(x as usize, y as usize),
+                (_, Some(l)) => l.push((x, y, d, jac))?,
+                _ => {}
+            }
+            Ok(())
+        };
+        for (x, y) in groups.within() {
+            emit(x, y, 0, 1.0)?;
+        }
         Candidates::verify_all(
             &fps,
             k,
@@ -287,32 +316,40 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             &progress,
             |batch, sets| {
                 passed += batch.len() as u64;
-                let mut v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
-                kept += v.len() as u64;
-                match &mut components {
-                    Some(c) => v
-                        .iter()
-                        .for_each(|&(i, j, _, _)| c.join(i as usize, j as usize)),
-                    None => verified.append(&mut v),
+                let v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
+                for (i, j, d, jac) in v {
+                    for (x, y) in groups.expand(i, j) {
+                        emit(x, y, d, jac)?;
+                    }
                 }
                 Ok(())
             },
         )?;
-        verified.sort_unstable_by_key(|p| (p.0, p.1));
-        let text = match &mut components {
-            Some(c) => cluster_lines(c, &ids),
-            None => verified_lines(&verified, &ids),
-        };
-        write_text(&a, &text)?;
+        match (&mut components, listed) {
+            (Some(c), _) => write_clusters(&a, c, &ids)?,
+            (_, Some(l)) => write_lines(&a, |w| {
+                l.finish(|(i, j, d, jac)| {
+                    line(
+                        w,
+                        format_args!("{}\t{}\t{d}\t{jac:.4}\n", ids[i as usize], ids[j as usize]),
+                    )
+                })
+            })?,
+            _ => {}
+        }
         if !a.docs.quiet {
             let mut distinct = fps.clone();
             distinct.par_sort_unstable();
             distinct.dedup();
+            let folded = match groups.folded() {
+                0 => String::new(),
+                n => format!(", {n} identical to an earlier one"),
+            };
             eprintln!(
-                "{} documents, {} distinct fingerprints{}; verified: {passed} candidate pairs \
-                 (within k = {k}, sharing a prefix shingle), {} with word 3-shingle Jaccard >= \
-                 {t} ({:.2?} in all)",
-                fps.len() as u64 + featureless,
+                "{} documents{folded}, {} distinct fingerprints{}; verified: {passed} candidate \
+                 pairs (within k = {k}, sharing a prefix shingle), {} pairs of documents with \
+                 word 3-shingle Jaccard >= {t} ({:.2?} in all)",
+                groups.docs() as u64 + featureless,
                 distinct.len(),
                 skipped_note(featureless, bad),
                 kept,
@@ -322,27 +359,34 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         return Ok(());
     }
     let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
-    // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints);
-    // clusters mode only unions groups, so large duplicate groups cost nothing extra.
-    // The pairs' count, where they were listed (counting them again would walk the join).
-    let mut listed = None;
-    let text = if a.clusters {
-        cluster_lines(&mut cand.clusters()?, &ids)
+    // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints), in
+    // batches put in order through a spill; clusters mode only unions groups, so large
+    // duplicate groups cost nothing extra.
+    let mut listed = 0u64;
+    if a.clusters {
+        write_clusters(&a, &mut cand.clusters()?, &ids)?;
     } else {
-        use std::fmt::Write as _;
-        let pairs = cand.pairs()?;
-        listed = Some(pairs.len() as u64);
-        let mut text = String::new();
-        for &(i, j, d) in &pairs {
-            let _ = writeln!(text, "{}\t{}\t{d}", ids[i as usize], ids[j as usize]);
-        }
-        text
-    };
-    write_text(&a, &text)?;
+        let mut spill = PairSpill::new(&tmp, a.mem / 4);
+        let max_pairs = (a.mem / 4 / simdex::dedup::PAIR_BYTES).max(1);
+        cand.batches(max_pairs, &progress, |batch| {
+            batch
+                .into_iter()
+                .try_for_each(|(i, j, d)| spill.push((i, j, d, 0.0)))
+        })?;
+        listed = spill.len();
+        write_lines(&a, |w| {
+            spill.finish(|(i, j, d, _)| {
+                line(
+                    w,
+                    format_args!("{}\t{}\t{d}\n", ids[i as usize], ids[j as usize]),
+                )
+            })
+        })?;
+    }
     if !a.docs.quiet {
-        let count = match listed {
-            Some(n) => n,
-            None => cand.pair_count()?,
+        let count = match a.clusters {
+            false => listed,
+            true => cand.pair_count()?,
         };
         eprintln!(
             "{} documents, {} distinct fingerprints, {} pairs within k = {}{}",

@@ -366,52 +366,85 @@ impl Candidates {
     ) -> Result<u64> {
         let mut total = self.within_pairs();
         let keep = |a: u32, b: u32| prefixes.is_none_or(|p| p.may_reach(a, b));
+        // A part is taken a slice of fingerprint pairs at a time, a slice expanding to at most
+        // `max_pairs` row pairs (or one fingerprint pair that alone expands to more: groups of
+        // equal fingerprints make a pair stand for quadratically many, which are then listed
+        // as they come), so that a batch never holds more than `max_pairs`.
+        let mut flush = |out: &mut Vec<(u32, u32, u32)>| -> Result<()> {
+            if out.is_empty() {
+                return Ok(());
+            }
+            out.par_sort_unstable();
+            f(std::mem::take(out))
+        };
         let mut out = Vec::new();
         if prefixes.is_none() {
-            out.reserve_exact(self.within_pairs() as usize);
+            out.reserve_exact(self.within_pairs().min(max_pairs) as usize);
         }
+        // A group of equal fingerprints has quadratically many pairs: they go in batches too.
         for g in self.rows.chunk_by(|a, b| a.0 == b.0) {
             for (x, a) in g.iter().enumerate() {
                 for b in &g[x + 1..] {
                     let (a, b) = (a.1.min(b.1), a.1.max(b.1));
                     if keep(a, b) {
+                        if out.len() as u64 >= max_pairs {
+                            flush(&mut out)?;
+                        }
                         out.push((a, b, 0));
                     }
                 }
             }
         }
         self.for_each_part(progress, |joined| {
-            let adding = self.row_pairs(joined);
-            total += adding;
-            if prefixes.is_some() {
-                let kept: Vec<(u32, u32, u32)> = joined
-                    .par_iter()
-                    .with_min_len(1024)
-                    .flat_map_iter(|p| self.expand(p).filter(|&(a, b, _)| keep(a, b)))
-                    .collect();
-                if !out.is_empty() && (out.len() + kept.len()) as u64 > max_pairs {
-                    out.par_sort_unstable();
-                    f(std::mem::take(&mut out))?;
+            total += self.row_pairs(joined);
+            let mut rest = joined;
+            while !rest.is_empty() {
+                let (mut end, mut adding) = (0, 0u64);
+                while end < rest.len() {
+                    let more = self.row_pairs(&rest[end..end + 1]);
+                    if end > 0 && adding + more > max_pairs {
+                        break;
+                    }
+                    adding += more;
+                    end += 1;
                 }
-                out.extend(kept);
-                return Ok(());
-            }
-            // The part's row pairs, counted first: a full batch goes before the part is added,
-            // and the batch is allocated to its size (no doubling slack).
-            if !out.is_empty() && out.len() as u64 + adding > max_pairs {
-                out.par_sort_unstable();
-                f(std::mem::take(&mut out))?;
-            }
-            out.reserve_exact(adding as usize);
-            for p in joined {
-                out.extend(self.expand(p));
+                let (slice, after) = rest.split_at(end);
+                rest = after;
+                if adding > max_pairs {
+                    // One fingerprint pair standing for more than a batch.
+                    for (a, b, d) in self.expand(&slice[0]).filter(|&(a, b, _)| keep(a, b)) {
+                        if out.len() as u64 >= max_pairs {
+                            flush(&mut out)?;
+                        }
+                        out.push((a, b, d));
+                    }
+                    continue;
+                }
+                if prefixes.is_some() {
+                    let kept: Vec<(u32, u32, u32)> = slice
+                        .par_iter()
+                        .with_min_len(1024)
+                        .flat_map_iter(|p| self.expand(p).filter(|&(a, b, _)| keep(a, b)))
+                        .collect();
+                    if (out.len() + kept.len()) as u64 > max_pairs {
+                        flush(&mut out)?;
+                    }
+                    out.extend(kept);
+                    continue;
+                }
+                // The slice's row pairs, counted first: a full batch goes before the slice is
+                // added, and the batch is allocated to its size (no doubling slack).
+                if out.len() as u64 + adding > max_pairs {
+                    flush(&mut out)?;
+                }
+                out.reserve_exact(adding as usize);
+                for p in slice {
+                    out.extend(self.expand(p));
+                }
             }
             Ok(())
         })?;
-        if !out.is_empty() {
-            out.par_sort_unstable();
-            f(out)?;
-        }
+        flush(&mut out)?;
         Ok(total)
     }
 }
@@ -461,6 +494,52 @@ mod tests {
         assert_eq!(c.pairs().unwrap(), want);
         assert_eq!(c.pair_count().unwrap(), want.len() as u64);
         assert_eq!(c.clusters().unwrap().roots(), naive.roots());
+    }
+
+    /// Large groups of equal fingerprints (each fingerprint pair then stands for thousands of
+    /// row pairs) still come in batches of at most the bound, together brute force's pairs,
+    /// with and without prefixes, at an index's k and beyond it.
+    #[test]
+    fn batches_stay_bounded_under_large_groups_of_equal_fingerprints() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = ProgressHandle::none();
+        let fps: Vec<u64> = (0..900u64)
+            .map(|i| [7, 7 ^ 3, 7 ^ 0x300][(i % 3) as usize])
+            .collect();
+        let sets: Vec<Vec<u64>> = (0..900u64)
+            .map(|i| (0..20).map(|x| x + i % 2).collect())
+            .collect();
+        let mut p = Prefixes::new(0.8).unwrap();
+        p.push(&sets).unwrap();
+        for k in [3, 9] {
+            let mut want = Vec::new();
+            for i in 0..fps.len() {
+                for j in i + 1..fps.len() {
+                    let d = (fps[i] ^ fps[j]).count_ones();
+                    if d <= k {
+                        want.push((i as u32, j as u32, d));
+                    }
+                }
+            }
+            let c = Candidates::new(&fps, None, k, dir.path(), 1 << 30, &none).unwrap();
+            for prefixes in [None, Some(&p)] {
+                let mut got = Vec::new();
+                c.batches_where(1000, prefixes, &none, |b| {
+                    assert!(b.len() <= 1000 && b.is_sorted(), "{} pairs", b.len());
+                    got.extend(b);
+                    Ok(())
+                })
+                .unwrap();
+                got.sort_unstable();
+                let kept: Vec<_> = want
+                    .iter()
+                    .copied()
+                    .filter(|&(a, b, _)| prefixes.is_none_or(|p| p.may_reach(a, b)))
+                    .collect();
+                assert!(kept.len() > 100_000);
+                assert_eq!(got, kept, "k {k}");
+            }
+        }
     }
 
     /// Beyond an index's k, a join whose pairs exceed the budget stays unlisted and is taken a
@@ -564,7 +643,7 @@ mod tests {
         };
         // (What a run holds grows with its budget: the least is found by asking again.)
         let mut small = 4096;
-        for _ in 0..8 {
+        for _ in 0..32 {
             let c = Candidates::new(&fps, None, 9, dir.path(), small, &none).unwrap();
             let tried = c
                 .verify_batches(small, 0, fps.len(), Some(&p), &none, |_, _| Ok(()))

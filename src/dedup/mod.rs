@@ -13,16 +13,20 @@
 
 mod candidates;
 mod clusters;
+mod identical;
 mod passes;
 pub mod prefix;
 pub mod sketch;
+mod spill;
 pub mod verify;
 pub mod wide;
 
 pub use candidates::{Candidates, PAIR_BYTES};
 pub use clusters::Clusters;
+pub use identical::{Folder, Groups};
 pub use passes::Passes;
 pub use prefix::Prefixes;
+pub use spill::{PairSpill, Verified};
 
 /// A xorshift64 generator from a non-zero `seed`: the dedup tests' reproducible data.
 #[cfg(test)]
