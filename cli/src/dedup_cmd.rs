@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use simdex::{Error, Result};
 
 use crate::docs::*;
+use crate::names::Names;
 
 /// Arguments of `simdex dedup`.
 #[derive(clap::Args)]
@@ -22,9 +23,10 @@ pub struct DedupArgs {
     /// Output file (written atomically); standard output if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Memory budget of the index build, and of --verify: its candidate pairs take at most half
-    /// (more are verified a batch at a time), the shingle sets of a pass the rest (more than
-    /// fit take more passes over the input).
+    /// Memory budget: the documents' names and fingerprints, then the index build, and with
+    /// --verify its candidate pairs (at most half: more are verified a batch at a time) and the
+    /// shingle sets of a pass (more than fit take more passes over the input). The program and
+    /// the input being parsed take about 60 MiB more.
     #[arg(long, default_value = "1G", value_parser = crate::util::parse_size)]
     pub mem: u64,
     /// Exact answers: keep only the candidate pairs (fingerprints within --candidate-k) whose
@@ -168,11 +170,11 @@ pub fn parse_verify(s: &str) -> std::result::Result<f64, String> {
 
 /// One line of tab-separated ids per cluster of two or more documents, in order of their first
 /// member.
-fn write_clusters(a: &DedupArgs, c: &mut Clusters, ids: &[String]) -> Result<()> {
+fn write_clusters(a: &DedupArgs, c: &mut Clusters, ids: &Names) -> Result<()> {
     let groups = c.groups();
     write_lines(a, |w| {
         for members in groups {
-            let names: Vec<&str> = members.iter().map(|&i| ids[i].as_str()).collect();
+            let names: Vec<&str> = members.iter().map(|&i| &ids[i]).collect();
             line(w, format_args!("{}\n", names.join("\t")))?;
         }
         Ok(())
@@ -202,7 +204,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         a.docs.learn_corpus_idf()?;
     }
     let mut fps = Vec::new();
-    let mut ids = Vec::new();
+    let mut ids = Names::default();
     // Each fingerprinted document's position in the input (for a second pass).
     let mut ords: Vec<u64> = Vec::new();
     let mut featureless = 0u64;
@@ -239,7 +241,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         |fp, set, d| {
             match fp {
                 Some(fp) => {
-                    ids.push(d.id.clone());
+                    ids.push(&d.id);
                     // Verification folds identical documents into one candidate row.
                     let row = match (&mut folder, &set) {
                         (Some(f), Some(set)) => f.offer(fp, set),
@@ -247,7 +249,9 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                     };
                     if row {
                         fps.push(fp);
-                        ords.push(ord);
+                        if want_sets {
+                            ords.push(ord);
+                        }
                     }
                     if let (Some(p), Some(set), true) = (&mut prefixes, set, row) {
                         sets.push(set);
@@ -290,7 +294,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         let mut passed = 0u64;
         // What is held throughout besides the candidates: the ids, fingerprints and groups, and
         // the pairs waiting for their turn in the output.
-        let held = ids.iter().map(|s| s.capacity() as u64 + 24).sum::<u64>()
+        let held = ids.memory_bytes()
             + (fps.capacity() + ords.capacity()) as u64 * 8
             + groups.memory_bytes()
             + listed.as_ref().map_or(0, PairSpill::memory_bytes);
@@ -331,7 +335,10 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                 l.finish(|(i, j, d, jac)| {
                     line(
                         w,
-                        format_args!("{}\t{}\t{d}\t{jac:.4}\n", ids[i as usize], ids[j as usize]),
+                        format_args!(
+                            "{}\t{}\t{d}\t{jac:.4}\n",
+                            &ids[i as usize], &ids[j as usize]
+                        ),
                     )
                 })
             })?,
@@ -358,7 +365,18 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let cand = Candidates::new(&fps, None, k, &tmp, a.mem, &progress)?;
+    // The budget left once the names and fingerprints are held.
+    let held = ids.memory_bytes() + fps.capacity() as u64 * 8;
+    if held >= a.mem {
+        return Err(Error::InvalidArgument(format!(
+            "--mem {} MiB is too small for {} documents: their names and fingerprints alone take \
+             {} MiB",
+            a.mem >> 20,
+            fps.len(),
+            held.div_ceil(1 << 20)
+        )));
+    }
+    let cand = Candidates::new(&fps, None, k, &tmp, a.mem - held, &progress)?;
     // Pairs mode lists every pair (quadratic in the size of a group of equal fingerprints), in
     // batches put in order through a spill; clusters mode only unions groups, so large
     // duplicate groups cost nothing extra.
@@ -378,7 +396,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             spill.finish(|(i, j, d, _)| {
                 line(
                     w,
-                    format_args!("{}\t{}\t{d}\n", ids[i as usize], ids[j as usize]),
+                    format_args!("{}\t{}\t{d}\n", &ids[i as usize], &ids[j as usize]),
                 )
             })
         })?;

@@ -18,6 +18,7 @@ mod ingest_cmd;
 mod input;
 mod inspect;
 mod interrupt;
+mod names;
 mod output;
 mod progress;
 mod query;

@@ -211,12 +211,59 @@ fn with_tokens<R>(
 ) -> R {
     BUFS.with_borrow_mut(|(toks, counts)| {
         toks.tokenize(text);
-        f(toks, counts)
+        let r = f(toks, counts);
+        // A huge text's buffers are not kept for the thread's next, typical one.
+        if toks.capacity_bytes() > KEEP_BYTES {
+            *toks = tokens::Tokenized::default();
+        }
+        r
     })
+}
+
+/// Bytes of tokenizing buffers a thread keeps between texts.
+const KEEP_BYTES: usize = 16 << 20;
+
+/// Shingles beyond which features are counted by sorting rather than in the hash table: a
+/// sorted vector takes 16 bytes a shingle, the table (with its growth) about five times that.
+const SORT_SHINGLES: usize = 1 << 16;
+
+/// [`features_of`] for a large text, in 16 bytes per shingle: the (hash, position) of every
+/// shingle sorted, each hash's run counted, the runs put back in order of their first position.
+/// The same features in the same order.
+fn features_sorted(toks: &tokens::Tokenized, n: usize) -> Vec<(u64, u64)> {
+    let mut all: Vec<(u64, u32)> = Vec::with_capacity(toks.len());
+    let mut at = 0u32;
+    each_shingle(toks, n, |h| {
+        all.push((h, at));
+        at += 1;
+    });
+    all.sort_unstable();
+    // (first position, count, hash) of each distinct hash: the first of a run is its first.
+    let mut runs: Vec<(u32, u32, u64)> = Vec::new();
+    for run in all.chunk_by(|a, b| a.0 == b.0) {
+        runs.push((run[0].1, run.len() as u32, run[0].0));
+    }
+    drop(all);
+    runs.sort_unstable();
+    runs.into_iter()
+        .map(|(_, c, h)| (h, u64::from(c)))
+        .collect()
 }
 
 /// The n-shingle features (hash, count) of tokenized text, in first-seen order.
 fn features_of(
+    toks: &tokens::Tokenized,
+    counts: &mut HashMap<u64, u64, BuildIdentity>,
+    n: usize,
+) -> Vec<(u64, u64)> {
+    if toks.len() > SORT_SHINGLES && u32::try_from(toks.len()).is_ok() {
+        return features_sorted(toks, n);
+    }
+    features_counted(toks, counts, n)
+}
+
+/// [`features_of`] by counting in a hash table (fast while the table stays in cache).
+fn features_counted(
     toks: &tokens::Tokenized,
     counts: &mut HashMap<u64, u64, BuildIdentity>,
     n: usize,
@@ -231,7 +278,11 @@ fn features_of(
         }
         *c += 1;
     });
-    order.into_iter().map(|h| (h, counts[&h])).collect()
+    let out = order.into_iter().map(|h| (h, counts[&h])).collect();
+    if counts.capacity() > SORT_SHINGLES {
+        *counts = HashMap::default();
+    }
+    out
 }
 
 /// A `Hasher` that passes a `u64` key through: for maps keyed by feature hashes.
@@ -362,6 +413,37 @@ impl Simhasher {
 
 #[cfg(test)]
 mod tests {
+    /// Large texts' features (counted by sorting) are the table's, in the same order: repeats,
+    /// shingle sizes 1 to 3, a text beyond the sorting threshold and its fingerprint.
+    #[test]
+    fn sorted_features_are_the_tables() {
+        let mut st = 9;
+        let text: String = (0..3000)
+            .map(|_| format!("w{} ", crate::sample::splitmix64(&mut st) % 300))
+            .collect();
+        let mut toks = super::tokens::Tokenized::default();
+        toks.tokenize(&text);
+        for n in 1..=3 {
+            let mut counts = Default::default();
+            let table = super::features_counted(&toks, &mut counts, n);
+            assert!(table.iter().any(|f| f.1 > 1), "repeats");
+            assert_eq!(super::features_sorted(&toks, n), table, "n = {n}");
+        }
+        let big = text.repeat(40);
+        let h = super::Simhasher::new(super::SimhashOptions {
+            shingle: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut toks = super::tokens::Tokenized::default();
+        toks.tokenize(&big);
+        assert!(toks.len() > super::SORT_SHINGLES);
+        let mut counts = Default::default();
+        let table = super::features_counted(&toks, &mut counts, 2);
+        assert_eq!(super::shingle_features(&big, 2), table);
+        assert_eq!(h.hash_text(&big), super::simhash_slice(&table));
+    }
+
     /// The table path and the general one agree: random hashes, weights small and huge, ties.
     #[test]
     fn simhash_slice_is_simhash_weighted() {

@@ -161,6 +161,14 @@ fn start_token(joined: &mut String, starts: &mut Vec<usize>) {
 }
 
 impl Tokenized {
+    /// Bytes its buffers hold.
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.norm.capacity()
+            + self.joined.capacity()
+            + self.starts.capacity() * std::mem::size_of::<usize>()
+            + self.run.capacity() * std::mem::size_of::<char>()
+    }
+
     /// Tokenize `text`, replacing the previous text's tokens.
     pub(crate) fn tokenize(&mut self, text: &str) {
         self.joined.clear();
