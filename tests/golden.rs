@@ -382,6 +382,7 @@ fn golden_document_store_files() {
             DocMeta {
                 key: None,
                 sketch: sketch(texts[0]),
+                set: None,
             },
         ),
         (
@@ -389,6 +390,7 @@ fn golden_document_store_files() {
             DocMeta {
                 key: Some("https://example.org/".into()),
                 sketch: sketch(texts[1]),
+                set: None,
             },
         ),
     ];

@@ -34,10 +34,16 @@ pub struct IngestArgs {
     /// existing store refuses a different size.
     #[arg(long)]
     pub shingle: Option<usize>,
-    /// A duplicate must also have estimated word 3-shingle Jaccard >= T with its match
-    /// (`jaccard:T`), from the sketches the store keeps.
+    /// A duplicate must also have word 3-shingle Jaccard >= T with its match (`jaccard:T`):
+    /// exact in a store created with --verify (it keeps each document's shingle set), else
+    /// estimated from the 128-byte sketches every document store keeps.
     #[arg(long, value_parser = crate::dedup_cmd::parse_verify)]
     pub verify: Option<f64>,
+    /// Create the store with sketches only: --verify then compares estimates (sd about 0.013
+    /// at Jaccard 0.9, docs/guide.md) instead of exact shingle sets (about 8 bytes per
+    /// distinct word 3-shingle of each document). For stores too large for exact data.
+    #[arg(long)]
+    pub estimate: bool,
     /// Candidates are stored fingerprints within K bits (0..=7). Default: the store's k, which
     /// for a new store is 7 with --verify (near-duplicates at Jaccard 0.95 lie up to 7 bits
     /// apart on template-heavy pages) and 3 without (docs/log/benchmarks.md, "Documents in the store").
@@ -309,6 +315,19 @@ fn open_existing(a: &IngestArgs, opts: &StoreOptions) -> Result<Store> {
         ))
     })?;
     recipe.check_request(a.shingle, a.html.then_some(true))?;
+    if a.estimate && recipe.exact().is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{} keeps shingle sets (exact verification); --estimate applies to a new store",
+            a.dir.display()
+        )));
+    }
+    if a.verify.is_some() && recipe.exact().is_none() && !a.quiet {
+        eprintln!(
+            "simdex: note: {} keeps sketches only: --verify compares estimated similarities \
+             (a store created with --verify keeps shingle sets and verifies exactly)",
+            a.dir.display()
+        );
+    }
     let has_idf = recipe.weights().is_some();
     let asked = match a.weights {
         Weights::Auto => None,
@@ -389,6 +408,11 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
         Some(_) => DEFAULT_K.0,
         None => DEFAULT_K.1,
     });
+    // An exact store orders shingles by their frequency in the sample (format-spec/store.md,
+    // "Exact verification").
+    let recipe = recipe
+        .with_exact(a.verify.filter(|_| !a.estimate))?
+        .learn_order(sample.iter().take(learn_docs(a)).map(|d| d.text.as_str()));
     let made = Store::create(
         &a.dir,
         &CreateOptions::default()

@@ -103,7 +103,7 @@ fn store_stats(a: StatsArgs) -> Result<()> {
         crate::outln!(
             "{{\"generation\":{},\"design\":\"{}\",\"k\":{},\"fingerprints\":{},\"pairs\":{},\
              \"delta_pairs\":{},\"delta_deletes\":{},\"table_bytes\":{},\"id_map_bytes\":{},\"log_bytes\":{},\
-             \"documents\":{},\"doc_map_bytes\":{}}}",
+             \"documents\":{},\"doc_map_bytes\":{},\"sets_bytes\":{}}}",
             s.generation,
             s.design,
             s.k,
@@ -115,7 +115,8 @@ fn store_stats(a: StatsArgs) -> Result<()> {
             s.id_map_bytes,
             s.log_bytes,
             s.documents,
-            s.doc_map_bytes
+            s.doc_map_bytes,
+            s.sets_bytes
         )?;
         return Ok(());
     }
@@ -154,6 +155,17 @@ fn store_stats(a: StatsArgs) -> Result<()> {
             r.sketch_shape().bins(),
             r.sketch_shape().bits()
         )?;
+        match r.exact() {
+            Some(t) => crate::outln!(
+                "shingle sets     {} ({:.2} bytes per document): verification at {t} or above is \
+                 exact",
+                human_bytes(s.sets_bytes as f64),
+                s.sets_bytes as f64 / s.documents.max(1) as f64
+            )?,
+            None => crate::outln!(
+                "shingle sets     none: verification compares sketches (an estimate)"
+            )?,
+        }
     }
     stats(StatsArgs {
         dir: store.generation().dir().to_path_buf(),

@@ -38,6 +38,7 @@ impl Store {
             codec,
             block_size: block_size.or(self.read_state().current.block_size),
             sketch_bytes: self.generation().docs().map(|d| d.sketch_bytes()),
+            sets: self.generation().docs().is_some_and(|d| d.has_sets()),
         };
         self.compact_with(Some(layout), false)?
             .ok_or_else(|| Error::InvalidArgument("rebuild wrote nothing".into()))
@@ -154,7 +155,8 @@ impl Store {
         {
             let mut st = self.write_state();
             if writer.is_some() {
-                st.active = Layer::new(perms_of(&new_gen));
+                let p = st.active.prefixer().cloned();
+                st.active = Layer::new(perms_of(&new_gen)).with_prefixer(p);
             }
             let old = std::mem::replace(&mut st.generation, new_gen);
             st.frozen = None;

@@ -12,10 +12,12 @@
 //! 280 MB) and compacts when it is full.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::buckets::Buckets;
 use super::docs::DocMeta;
 use super::multimap::MultiMap;
+use super::prefix::Prefixer;
 
 use crate::permutation::Permutation;
 
@@ -43,6 +45,11 @@ pub struct Layer {
     /// of its window instead of looking up each of its ids (on 200k string ids, 32 lookups a
     /// document made ingest 1.2x slower).
     spans: HashSet<u64>,
+    /// In a store that verifies exactly: how documents are indexed, and the index of the
+    /// documents put here, prefix shingle → ids (an id put again or deleted may stay listed:
+    /// a candidate is read back before it is compared).
+    prefixer: Option<Arc<Prefixer>>,
+    tokens: MultiMap,
 }
 
 /// Ids per span of [`Layer::touches`]: a string id's window (`super::keys::KEY_WINDOW`).
@@ -60,12 +67,40 @@ impl Layer {
             ops: 0,
             docs: HashMap::new(),
             spans: HashSet::new(),
+            prefixer: None,
+            tokens: MultiMap::default(),
         }
     }
 
-    /// An empty layer with the same tables.
+    /// This layer indexing the prefixes of the documents put in it with `p`.
+    pub fn with_prefixer(mut self, p: Option<Arc<Prefixer>>) -> Layer {
+        self.prefixer = p;
+        self
+    }
+
+    /// The largest `seq` of the documents put here (0 if none).
+    pub fn max_seq(&self) -> u64 {
+        self.docs
+            .values()
+            .filter_map(|d| d.set.as_ref().map(|s| s.seq))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How this layer indexes documents (a store that verifies exactly).
+    pub fn prefixer(&self) -> Option<&Arc<Prefixer>> {
+        self.prefixer.as_ref()
+    }
+
+    /// The ids put here with `token` in their indexed prefix (and perhaps some put again or
+    /// deleted since).
+    pub fn token_ids(&self, token: u64) -> impl Iterator<Item = u64> + '_ {
+        self.tokens.get(token)
+    }
+
+    /// An empty layer with the same tables (and prefix indexing).
     pub fn empty_like(&self) -> Layer {
-        Layer::new(self.tables.clone())
+        Layer::new(self.tables.clone()).with_prefixer(self.prefixer.clone())
     }
 
     /// Add a pair.
@@ -106,6 +141,14 @@ impl Layer {
             self.ops -= 1;
         }
         self.insert(fp, id);
+        // A shingle set counts an operation per 32 hashes (256 bytes, about what a pair costs
+        // here), so that a delta full of sets compacts as soon as one of pairs would.
+        self.ops += doc.set.as_ref().map_or(0, |s| s.hashes.len() as u64 / 32);
+        if let (Some(p), Some(set)) = (&self.prefixer, &doc.set) {
+            for t in p.indexed(&set.hashes) {
+                self.tokens.insert(t, id);
+            }
+        }
         self.docs.insert(id, doc);
         self.spans.insert(id >> SPAN_BITS);
     }
@@ -198,6 +241,9 @@ impl Layer {
             self.docs.insert(id, d.clone());
             self.spans.insert(id >> SPAN_BITS);
         }
+        for (t, id) in newer.tokens.iter() {
+            self.tokens.insert(t, id);
+        }
     }
 }
 
@@ -232,6 +278,7 @@ mod tests {
         let doc = DocMeta {
             key: None,
             sketch: vec![0u8; 4].into(),
+            set: None,
         };
         let mut l = Layer::new(Vec::new());
         l.put_doc(7, 100, false, doc.clone());

@@ -7,9 +7,12 @@
 //! header (48 B) | block 0 | block 1 | ... | first ids (8 B each) | crc32
 //! block: count u32 | used u32 | entries ... | zero padding | crc32
 //! entry: varint(id, or id − previous id in the block) | sketch | varint(key tag) | key bytes
+//!        [| varint(offset of its shingle set in SETS): version 2 only]
 //! ```
 //!
-//! A key tag of 0 means a numeric id (no key); `n + 1` a key of `n` bytes of UTF-8.
+//! A key tag of 0 means a numeric id (no key); `n + 1` a key of `n` bytes of UTF-8. A store
+//! that verifies exactly writes version 2, whose entries point into the generation's shingle
+//! sets (`super::sets`).
 
 use std::io::{Seek, Write};
 use std::path::Path;
@@ -19,6 +22,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
+use super::sets::{SetsFile, SetsWriter};
 use super::varint::{get_varint, put_varint};
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
@@ -26,8 +30,10 @@ use crate::table::format::{check_crc, crc_at};
 
 /// Magic bytes at the start of a document map.
 pub const DOCS_MAGIC: [u8; 8] = *b"SIMDXDOC";
-/// Document map format version.
+/// Document map format version (of a map without shingle sets).
 pub const DOCS_VERSION: u32 = 1;
+/// Document map format version of a map whose entries point to shingle sets.
+pub const DOCS_VERSION_SETS: u32 = 2;
 /// File name of a generation's document map.
 pub const DOCS_NAME: &str = "DOCS";
 /// Block size the store writes: room for the largest entry (a 2 KiB key and a 1 KiB sketch).
@@ -42,6 +48,20 @@ pub struct DocMeta {
     pub key: Option<Arc<str>>,
     /// The sketch of its word 3-shingles.
     pub sketch: Arc<[u8]>,
+    /// Its shingle set, in a store that verifies exactly.
+    pub set: Option<Arc<DocSet>>,
+}
+
+/// What a store that verifies exactly keeps of a document besides its sketch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocSet {
+    /// Its fingerprint (a match found by its shingles reports its distance).
+    pub fingerprint: u64,
+    /// Its place in the order documents were stored (1, 2, ...): of two equally similar
+    /// matches, the earlier stored is the answer.
+    pub seq: u64,
+    /// Its word 3-shingle set, ascending.
+    pub hashes: Box<[u64]>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -50,17 +70,23 @@ struct Header {
     docs: u64,
     blocks: u64,
     sketch_bytes: u32,
+    /// Version 2: entries point to shingle sets.
+    sets: bool,
+    /// Version 2: the largest `seq` of its documents (0 if none).
+    max_seq: u64,
 }
 
 impl Header {
     fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&DOCS_MAGIC);
-        LE::write_u32(&mut b[8..12], DOCS_VERSION);
+        let version = if self.sets { DOCS_VERSION_SETS } else { DOCS_VERSION };
+        LE::write_u32(&mut b[8..12], version);
         LE::write_u32(&mut b[12..16], self.block_size);
         LE::write_u64(&mut b[16..24], self.docs);
         LE::write_u64(&mut b[24..32], self.blocks);
         LE::write_u32(&mut b[32..36], self.sketch_bytes);
+        LE::write_u64(&mut b[36..44], self.max_seq);
         let crc = crc_at(0, &b[..44]);
         LE::write_u32(&mut b[44..48], crc);
         b
@@ -78,11 +104,11 @@ impl Header {
         }
         check_crc(|| "document map header crc32".into(), 0, &b[..HEADER_LEN])?;
         let version = LE::read_u32(&b[8..12]);
-        if version != DOCS_VERSION {
+        if version != DOCS_VERSION && version != DOCS_VERSION_SETS {
             return Err(Error::Unsupported {
                 path: None,
                 what: "document map format version",
-                expected: DOCS_VERSION.to_string(),
+                expected: format!("{DOCS_VERSION} or {DOCS_VERSION_SETS}"),
                 found: version.into(),
             });
         }
@@ -91,21 +117,28 @@ impl Header {
             docs: LE::read_u64(&b[16..24]),
             blocks: LE::read_u64(&b[24..32]),
             sketch_bytes: LE::read_u32(&b[32..36]),
+            sets: version == DOCS_VERSION_SETS,
+            max_seq: LE::read_u64(&b[36..44]),
         };
         if !(4096..=1 << 20).contains(&h.block_size) || !h.block_size.is_power_of_two() {
             let found = h.block_size.to_string();
             return Err(bad("block size", 12, "a power of two in 4096..=1048576", found));
         }
-        if h.sketch_bytes > 1024 || b[36..44] != [0; 8] {
+        if h.sketch_bytes > 1024 {
             return Err(bad("header", 32, "a sketch of at most 1024 bytes", "more".into()));
+        }
+        if !h.sets && h.max_seq != 0 {
+            return Err(bad("header", 36, "8 zero bytes (version 1)", h.max_seq.to_string()));
         }
         Ok(h)
     }
 }
 
-/// Writes a document map from entries in strictly ascending id order.
-pub struct DocsWriter<W: Write + Seek> {
+/// Writes a document map from entries in strictly ascending id order (and, for a map of version
+/// 2, their shingle sets to `S`).
+pub struct DocsWriter<W: Write + Seek, S: Write = std::io::Sink> {
     blocks: BlockWriter<W>,
+    sets: Option<SetsWriter<S>>,
     header: Header,
     prev: Option<u64>,
     /// Previous id within the current block.
@@ -114,13 +147,27 @@ pub struct DocsWriter<W: Write + Seek> {
 }
 
 impl<W: Write + Seek> DocsWriter<W> {
-    /// Start a map whose sketches have `sketch_bytes` bytes.
+    /// Start a map (version 1) whose sketches have `sketch_bytes` bytes.
     pub fn new(w: W, sketch_bytes: usize) -> Result<DocsWriter<W>> {
+        DocsWriter::start(w, sketch_bytes, None)
+    }
+}
+
+impl<W: Write + Seek, S: Write> DocsWriter<W, S> {
+    /// Start a map (version 2) whose sketches have `sketch_bytes` bytes and whose documents'
+    /// shingle sets go to `sets` (a sets file).
+    pub fn with_sets(w: W, sketch_bytes: usize, sets: S) -> Result<DocsWriter<W, S>> {
+        DocsWriter::start(w, sketch_bytes, Some(SetsWriter::new(sets)?))
+    }
+
+    fn start(w: W, sketch_bytes: usize, sets: Option<SetsWriter<S>>) -> Result<DocsWriter<W, S>> {
         let header = Header {
             block_size: DOCS_BLOCK_SIZE,
             docs: 0,
             blocks: 0,
             sketch_bytes: sketch_bytes as u32,
+            sets: sets.is_some(),
+            max_seq: 0,
         };
         if sketch_bytes > 1024 {
             return Err(Error::InvalidArgument(format!(
@@ -129,6 +176,7 @@ impl<W: Write + Seek> DocsWriter<W> {
         }
         Ok(DocsWriter {
             blocks: BlockWriter::new(w, "write document map", DOCS_BLOCK_SIZE, &header.encode())?,
+            sets,
             header,
             prev: None,
             in_block: None,
@@ -144,7 +192,14 @@ impl<W: Write + Seek> DocsWriter<W> {
                 self.prev
             )));
         }
-        check_meta(doc, self.header.sketch_bytes as usize)?;
+        check_meta(doc, self.header.sketch_bytes as usize, self.header.sets)?;
+        let set_at = match (&mut self.sets, &doc.set) {
+            (Some(w), Some(set)) => {
+                self.header.max_seq = self.header.max_seq.max(set.seq);
+                Some(w.add(set)?)
+            }
+            _ => None,
+        };
         self.prev = Some(id);
         self.header.docs += 1;
         let encode = |entry: &mut Vec<u8>, delta: u64| {
@@ -157,6 +212,9 @@ impl<W: Write + Seek> DocsWriter<W> {
                     entry.extend_from_slice(k.as_bytes());
                 }
                 None => put_varint(entry, 0),
+            }
+            if let Some(at) = set_at {
+                put_varint(entry, at);
             }
         };
         let mut entry = std::mem::take(&mut self.entry);
@@ -173,17 +231,35 @@ impl<W: Write + Seek> DocsWriter<W> {
 
     /// Write the last block, the first-id array and the header; the writer and the count.
     pub fn finish(self) -> Result<(W, u64)> {
+        let (done, _) = Self::finish_with_sets(self)?;
+        Ok(done)
+    }
+
+    /// [`Self::finish`], and the sets' writer (of a version 2 map).
+    pub fn finish_with_sets(self) -> Result<((W, u64), Option<S>)> {
         let mut header = self.header;
         let w = self.blocks.finish(|blocks| {
             header.blocks = blocks;
             header.encode()
         })?;
-        Ok((w, header.docs))
+        Ok(((w, header.docs), self.sets.map(SetsWriter::finish)))
     }
 }
 
-/// Check a document's key and sketch against the store's limits.
-pub(crate) fn check_meta(doc: &DocMeta, sketch_bytes: usize) -> Result<()> {
+/// Check a document's key, sketch and shingle set against the store's limits (`sets`: the
+/// store keeps sets, and every document has one).
+pub(crate) fn check_meta(doc: &DocMeta, sketch_bytes: usize, sets: bool) -> Result<()> {
+    match &doc.set {
+        Some(set) if sets => super::sets::check_set(&set.hashes)?,
+        None if !sets => {}
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "a document {} a shingle set in a store that {} them",
+                if sets { "without" } else { "with" },
+                if sets { "keeps" } else { "does not keep" },
+            )));
+        }
+    }
     if doc.sketch.len() != sketch_bytes {
         return Err(Error::InvalidArgument(format!(
             "a sketch of {} bytes where the store keeps {sketch_bytes}",
@@ -209,21 +285,52 @@ pub struct DocMap<D> {
     checked: Checked,
     header: Header,
     first_ids: Vec<u64>,
+    /// A version 2 map's shingle sets.
+    sets: Option<SetsFile<D>>,
+}
+
+fn map_file(path: &Path) -> Result<Mmap> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
+    // SAFETY: as for the id map: published files are never modified in place.
+    unsafe { Mmap::map(&f) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))
 }
 
 impl DocMap<Mmap> {
-    /// Map the file at `path` and validate its header and first-id array.
+    /// Map the file at `path` (and, for a version 2 map, the shingle sets beside it) and
+    /// validate its header and first-id array.
     pub fn open(path: &Path) -> Result<DocMap<Mmap>> {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), "open", e))?;
-        // SAFETY: as for the id map: published files are never modified in place.
-        let map = unsafe { Mmap::map(&f) }.map_err(|e| Error::io(path.to_path_buf(), "mmap", e))?;
-        DocMap::from_bytes(map).map_err(|e| e.with_path(path))
+        let map = map_file(path)?;
+        let sets_path = path.with_file_name(super::sets::SETS_NAME);
+        let sets = match Header::decode(&map).map_err(|e| e.with_path(path))?.sets {
+            true => Some(map_file(&sets_path)?),
+            false => None,
+        };
+        let m = DocMap::from_bytes_with_sets(map, None).map_err(|e| e.with_path(path))?;
+        Ok(DocMap {
+            sets: sets
+                .map(|s| SetsFile::from_bytes(s).map_err(|e| e.with_path(&sets_path)))
+                .transpose()?,
+            ..m
+        })
     }
 }
 
 impl<D: AsRef<[u8]>> DocMap<D> {
-    /// Validate `data` as a document map: header, length, first-id array crc and order.
+    /// Validate `data` as a document map of version 1: header, length, first-id array crc and
+    /// order.
     pub fn from_bytes(data: D) -> Result<DocMap<D>> {
+        let m = DocMap::from_bytes_with_sets(data, None)?;
+        if m.header.sets {
+            return Err(Error::InvalidArgument(
+                "a document map of version 2 needs its shingle sets".into(),
+            ));
+        }
+        Ok(m)
+    }
+
+    /// [`Self::from_bytes`] for a map of either version, with the shingle sets a version 2
+    /// map points into (`None`: not read, as while its header alone is checked).
+    pub fn from_bytes_with_sets(data: D, sets: Option<D>) -> Result<DocMap<D>> {
         let b = data.as_ref();
         let header = Header::decode(b)?;
         if (header.docs == 0) != (header.blocks == 0) {
@@ -240,6 +347,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             checked: Checked::new(header.blocks),
             header,
             first_ids,
+            sets: sets.map(SetsFile::from_bytes).transpose()?,
         })
     }
 
@@ -258,12 +366,27 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         self.header.sketch_bytes as usize
     }
 
-    /// Decode block `i`, calling `f(id, sketch, key)` per entry until it returns false (nothing
-    /// is allocated for the entries passed over).
+    /// The largest `seq` of the map's documents (0 if none, or version 1).
+    pub fn max_seq(&self) -> u64 {
+        self.header.max_seq
+    }
+
+    /// Whether entries point to shingle sets (version 2).
+    pub fn has_sets(&self) -> bool {
+        self.header.sets
+    }
+
+    /// Bytes of the shingle sets file (0 without one).
+    pub fn sets_byte_len(&self) -> u64 {
+        self.sets.as_ref().map_or(0, SetsFile::byte_len)
+    }
+
+    /// Decode block `i`, calling `f(id, sketch, key, set offset)` per entry until it returns
+    /// false (nothing is allocated for the entries passed over).
     fn decode_block(
         &self,
         i: usize,
-        mut f: impl FnMut(u64, &[u8], Option<&str>) -> bool,
+        mut f: impl FnMut(u64, &[u8], Option<&str>, Option<u64>) -> bool,
     ) -> Result<bool> {
         let (count, s, off) =
             read_block(self.data.as_ref(), "document map", self.header.block_size, i, &self.checked)?;
@@ -302,7 +425,11 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                     Some(std::str::from_utf8(k).map_err(|_| bad("a key not UTF-8"))?)
                 }
             };
-            if !f(id, sketch, key) {
+            let set_at = match self.header.sets {
+                true => Some(get_varint(s, &mut pos).ok_or_else(|| bad("a truncated, over-long or non-minimal varint"))?),
+                false => None,
+            };
+            if !f(id, sketch, key, set_at) {
                 return Ok(false);
             }
         }
@@ -322,13 +449,13 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             return Ok(None);
         }
         let mut out = None;
-        self.decode_block(j - 1, |i, sketch, key| {
+        self.decode_block(j - 1, |i, sketch, key, set_at| {
             if i == id {
-                out = Some(meta(sketch, key));
+                out = Some((meta(sketch, key), set_at));
             }
             i < id
         })?;
-        Ok(out)
+        out.map(|(m, at)| self.with_set(m, at)).transpose()
     }
 
     /// The string keys (`None` for a numeric id) of the documents with ids in `lo..=hi`,
@@ -339,7 +466,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         let mut j = self.first_ids.partition_point(|&f| f <= lo).saturating_sub(1);
         while j < self.first_ids.len() && self.first_ids[j] <= hi {
             let mut past = false;
-            self.decode_block(j, |i, _, key| {
+            self.decode_block(j, |i, _, key, _| {
                 if (lo..=hi).contains(&i) {
                     out.push((i, key.map(Arc::from)));
                 }
@@ -371,16 +498,24 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                     return None;
                 }
                 let mut v = Vec::new();
-                let r = self.decode_block(block, |i, sketch, key| {
-                    v.push((i, meta(sketch, key)));
-                    true
-                });
+                let r = self
+                    .decode_block(block, |i, sketch, key, at| {
+                        v.push((i, meta(sketch, key), at));
+                        true
+                    })
+                    .and_then(|_| {
+                        v.into_iter()
+                            .map(|(i, m, at)| Ok((i, self.with_set(m, at)?)))
+                            .collect::<Result<Vec<_>>>()
+                    });
                 block += 1;
-                if let Err(e) = r {
-                    failed = true;
-                    return Some(Err(e));
+                match r {
+                    Ok(v) => buf = v.into_iter(),
+                    Err(e) => {
+                        failed = true;
+                        return Some(Err(e));
+                    }
                 }
-                buf = v.into_iter();
             }
         })
     }
@@ -411,6 +546,20 @@ fn meta(sketch: &[u8], key: Option<&str>) -> DocMeta {
     DocMeta {
         key: key.map(Arc::from),
         sketch: sketch.into(),
+        set: None,
+    }
+}
+
+impl<D: AsRef<[u8]>> DocMap<D> {
+    /// `m` with the shingle set its entry points to (`at`), read from the sets file.
+    fn with_set(&self, mut m: DocMeta, at: Option<u64>) -> Result<DocMeta> {
+        if let Some(at) = at {
+            let sets = self.sets.as_ref().ok_or_else(|| {
+                Error::InvalidArgument("a document map of version 2 read without its sets".into())
+            })?;
+            m.set = Some(sets.get(at)?);
+        }
+        Ok(m)
     }
 }
 
@@ -431,6 +580,7 @@ mod tests {
         DocMeta {
             key: key.then(|| format!("https://example.org/{i}").into()),
             sketch: (0..128).map(|b| (b as u64 ^ i) as u8).collect(),
+            set: None,
         }
     }
 
@@ -476,11 +626,13 @@ mod tests {
         let long = DocMeta {
             key: Some("x".repeat(MAX_KEY_BYTES + 1).into()),
             sketch: doc(1, false).sketch,
+            set: None,
         };
         assert!(w.add(9, &long).is_err());
         let short = DocMeta {
             key: None,
             sketch: vec![0; 3].into(),
+            set: None,
         };
         assert!(w.add(9, &short).is_err());
     }

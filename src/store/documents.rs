@@ -22,11 +22,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::delta::{Layer, SPAN_BITS};
-use super::docs::DocMeta;
+use super::docs::{DocMeta, DocSet};
 use super::keys::{DocId, Slots, caller_id};
 use super::open::perms_of;
 use super::pigeonhole::Pigeonhole;
-use super::wal::{Put, Record};
+use super::wal::Put;
 use super::*;
 use crate::error::{Error, Result};
 use crate::index::probe::Work;
@@ -99,8 +99,17 @@ pub enum Verdict {
     AlreadyStored,
 }
 
-/// A candidate: (similarity, distance, store id) and the caller's id.
-type Candidate = (f64, u32, u64, DocId);
+/// A candidate: (similarity, tie-break, distance, store id) and the caller's id. The tie-break
+/// is the distance where similarities are sketch estimates, and the `seq` (when it was stored)
+/// where they are exact.
+type Candidate = (f64, u64, u32, u64, DocId);
+
+/// Exact verification at `t`, with the store's prefix indexing.
+#[derive(Clone)]
+struct Exact {
+    t: f64,
+    p: Arc<super::prefix::Prefixer>,
+}
 
 impl Store {
     /// A document store's recipe (`None` for a store of raw fingerprints).
@@ -189,6 +198,18 @@ impl Store {
                 e => e,
             })?;
         }
+        // Exact verification where the store keeps shingle sets (at its threshold or above).
+        let exact = match (opts.verify, self.read_state().active.prefixer().cloned()) {
+            (Some(t), Some(p)) if t < p.t0 => {
+                return Err(Error::InvalidArgument(format!(
+                    "verification at {t} is below the {} this store keeps shingle sets for: \
+                     verify at {} or above (exact), or use a store created for {t}",
+                    p.t0, p.t0
+                )));
+            }
+            (Some(t), Some(p)) => Some(Exact { t, p }),
+            _ => None,
+        };
         // Chunk j + 1 is hashed (which needs nothing from the store) while chunk j is checked
         // and written: the writes are sequential, and the second core would idle meanwhile.
         let hash = |c: &[Document<'_>]| -> Vec<Hashed> {
@@ -199,12 +220,13 @@ impl Store {
         // work there, instead of each waking a pool thread while this one sleeps (measured:
         // a few percent of an ingest's CPU went to those wake-ups).
         let work = || {
-            let mut scratch = Scratch::new(perms_of(&self.generation()), k);
+            let seq = || self.next_seq.load(std::sync::atomic::Ordering::Acquire);
+            let mut scratch = Scratch::new(perms_of(&self.generation()), k, exact.clone(), seq());
             let mut out = Vec::with_capacity(docs.len());
             let mut hashed = chunks.first().map(|c| hash(c));
             for (j, chunk) in chunks.iter().enumerate() {
                 if store {
-                    scratch.restart(perms_of(&self.generation()));
+                    scratch.restart(perms_of(&self.generation()), seq());
                 }
                 let this = hashed.take().unwrap_or_default();
                 let (next, verdicts) = rayon::join(
@@ -238,6 +260,7 @@ impl Store {
     ) -> Result<Vec<Verdict>> {
         let verify = opts.verify;
         let shape = self.need_recipe()?.sketch_shape();
+        let scratch_exact = scratch.exact.clone();
         // Per document, on all cores: where its id is stored now (if it is), and the stored
         // documents within k that pass verification, its own stored version set apart.
         let found: Vec<(Vec<Candidate>, Own, Option<Slots>)> = chunk
@@ -250,7 +273,16 @@ impl Store {
                         (n, true) => Some(n),
                         (_, false) => None,
                     };
-                    let (cands, own) = self.candidates(fp, &h.sketch, k, verify, shape, own)?;
+                    let (cands, own) = match &scratch_exact {
+                        Some(e) => {
+                            let set = h.set.as_deref().unwrap_or(&[]);
+                            self.candidates_exact(fp, set, &h.sketch, e, own)?
+                        }
+                        None => {
+                            let me = (&h.sketch[..], h.set.as_deref());
+                            self.candidates(fp, me, k, verify, shape, own)?
+                        }
+                    };
                     Ok((cands, own, Some(slots)))
                 }
                 None => Ok((Vec::new(), Own::default(), None)),
@@ -282,13 +314,17 @@ impl Store {
             let own = exists.then_some(n);
             let from_store = cands
                 .into_iter()
-                .find(|c| !replaced.contains(&c.2) && Some(c.2) != own);
-            let from_call = match opts.store_only {
-                true => None,
-                false => scratch.best(self, fp, &h.sketch, (k, verify, shape), own)?,
+                .find(|c| !replaced.contains(&c.3) && Some(c.3) != own);
+            let from_call = match (opts.store_only, &scratch_exact) {
+                (true, _) => None,
+                (false, Some(_)) => scratch.best_exact(h.set.as_deref().unwrap_or(&[]), own),
+                (false, None) => {
+                    let me = (&h.sketch[..], h.set.as_deref());
+                    scratch.best(self, fp, me, (k, verify, shape), own)?
+                }
             };
             let best = [from_store, from_call].into_iter().flatten().min_by(better);
-            if let Some((similarity, distance, _, id)) = best {
+            if let Some((similarity, _, distance, _, id)) = best {
                 out.push(Verdict::Duplicate {
                     id,
                     similarity,
@@ -309,8 +345,15 @@ impl Store {
                     DocId::Num(_) => None,
                 },
                 sketch: h.sketch.into(),
+                set: h.set.map(|hashes| {
+                    Arc::new(DocSet {
+                        fingerprint: fp,
+                        seq: scratch.take_seq(),
+                        hashes: hashes.into(),
+                    })
+                }),
             };
-            scratch.put(fp, n, d.id.clone(), Arc::clone(&meta.sketch));
+            scratch.put(fp, n, d.id.clone(), &meta);
             puts.push(Put {
                 fingerprint: fp,
                 id: n,
@@ -319,11 +362,9 @@ impl Store {
             });
         }
         if store && !puts.is_empty() {
-            let recs: Vec<Record> = puts
-                .chunks(MAX_PAIRS_PER_RECORD)
-                .map(|c| Record::Docs(c.to_vec()))
-                .collect();
-            self.write(recs.into_iter())?;
+            self.write(super::wal::doc_records(puts).into_iter())?;
+            self.next_seq
+                .fetch_max(scratch.next_seq, std::sync::atomic::Ordering::AcqRel);
         }
         if !store {
             scratch.seal_group();
@@ -337,7 +378,7 @@ impl Store {
     fn candidates(
         &self,
         fp: u64,
-        sketch: &[u8],
+        (sketch, set): Compared<'_>,
         k: u32,
         verify: Option<f64>,
         shape: crate::dedup::sketch::SketchShape,
@@ -357,9 +398,57 @@ impl Store {
                 mine.same = distance == 0 && *doc.sketch == *sketch;
                 continue;
             }
-            let sim = shape.similarity(sketch, &doc.sketch)?;
+            let theirs = (&doc.sketch[..], doc.set.as_ref().map(|s| &s.hashes[..]));
+            let sim = similarity(shape, (sketch, set), theirs)?;
             if verify.is_none_or(|t| sim >= t) {
-                out.push((sim, distance, id, caller_id(id, &doc)));
+                out.push((sim, distance.into(), distance, id, caller_id(id, &doc)));
+            }
+        }
+        out.sort_by(better);
+        Ok((out, mine))
+    }
+}
+
+impl Store {
+    /// Exact verification's candidates: every stored document sharing a prefix shingle with
+    /// `set` at `e.t` (a superset of those at Jaccard ≥ t, `super::prefix`), read back and
+    /// compared exactly; those at ≥ t, best first, without `own`, and whether `own` is the
+    /// same document (found among them when it is: an identical set shares its prefix).
+    fn candidates_exact(
+        &self,
+        fp: u64,
+        set: &[u64],
+        sketch: &[u8],
+        e: &Exact,
+        own: Option<u64>,
+    ) -> Result<(Vec<Candidate>, Own)> {
+        let mut ids: Vec<u64> = Vec::new();
+        {
+            let st = self.read_state();
+            let g = &st.generation;
+            let layers = st.layers();
+            for t in e.p.order.prefix(set, e.t) {
+                ids.extend(g.prefix_ids(&e.p, t)?.iter().map(|x| x.1));
+                for l in &layers {
+                    ids.extend(l.token_ids(t));
+                }
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out = Vec::new();
+        let mut mine = Own::default();
+        for (id, doc) in ids.iter().zip(self.docs_of(&ids)?) {
+            let Some(doc) = doc else { continue };
+            let Some(s) = &doc.set else { continue };
+            if Some(*id) == own {
+                mine.same = s.fingerprint == fp && *doc.sketch == *sketch;
+                continue;
+            }
+            let sim = crate::dedup::verify::jaccard(set, &s.hashes);
+            if sim >= e.t {
+                let d = (fp ^ s.fingerprint).count_ones();
+                out.push((sim, s.seq, d, *id, caller_id(*id, &doc)));
             }
         }
         out.sort_by(better);
@@ -374,9 +463,26 @@ struct Own {
     same: bool,
 }
 
-/// Best first: more similar, then nearer, then the smaller id.
+/// What a document is compared by: its sketch, and its shingle set where the store keeps sets.
+type Compared<'a> = (&'a [u8], Option<&'a [u64]>);
+
+/// The similarity of two documents: the exact Jaccard of their shingle sets where both have
+/// one, else their sketches' estimate.
+fn similarity(
+    shape: crate::dedup::sketch::SketchShape,
+    a: Compared<'_>,
+    b: Compared<'_>,
+) -> Result<f64> {
+    match (a.1, b.1) {
+        (Some(x), Some(y)) => Ok(crate::dedup::verify::jaccard(x, y)),
+        _ => shape.similarity(a.0, b.0),
+    }
+}
+
+/// Best first: more similar, then the smaller tie-break (nearer; or stored earlier), then the
+/// smaller id.
 fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
-    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.3.cmp(&b.3))
 }
 
 /// The new documents of a call not yet in the store. Those of the current group of documents
@@ -386,8 +492,13 @@ fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 /// like the store's delta.
 struct Scratch {
     tables: Vec<(crate::Permutation, u32)>,
-    /// Every new document of the call: (fingerprint, store id, caller's id, sketch).
-    docs: Vec<(u64, u64, DocId, Arc<[u8]>)>,
+    /// Every new document of the call: (fingerprint, store id, caller's id, sketch, set).
+    docs: Vec<CallDoc>,
+    /// Exact verification: the call's documents by prefix shingle (indices into `docs`).
+    exact: Option<Exact>,
+    tokens: HashMap<u64, Vec<usize>>,
+    /// The `seq` the call's next new document gets.
+    next_seq: u64,
     /// The current group's fingerprints (`docs[older_len..]`), indexed, or for a k too large
     /// for that, scanned: contiguous, they fit in L1 (read out of `docs`, the scan strode over
     /// 48-byte entries).
@@ -404,6 +515,9 @@ struct Scratch {
     older_len: usize,
 }
 
+/// A new document of a call: (fingerprint, store id, caller's id, sketch, set).
+type CallDoc = (u64, u64, DocId, Arc<[u8]>, Option<Arc<DocSet>>);
+
 /// See [`Scratch::recent`].
 enum Recent {
     Indexed(Pigeonhole),
@@ -411,10 +525,18 @@ enum Recent {
 }
 
 impl Scratch {
-    fn new(tables: Vec<(crate::Permutation, u32)>, k: u32) -> Scratch {
+    fn new(
+        tables: Vec<(crate::Permutation, u32)>,
+        k: u32,
+        exact: Option<Exact>,
+        seq: u64,
+    ) -> Scratch {
         Scratch {
             tables,
             docs: Vec::new(),
+            exact,
+            tokens: HashMap::new(),
+            next_seq: seq,
             recent: match Pigeonhole::new(k) {
                 Some(p) => Recent::Indexed(p),
                 None => Recent::Scanned(Vec::new()),
@@ -429,9 +551,11 @@ impl Scratch {
 
     /// Empty again, for tables `tables`; the index keeps its memory (a group's heads are a
     /// megabyte at k = 3: allocating them afresh per group cost page faults).
-    fn restart(&mut self, tables: Vec<(crate::Permutation, u32)>) {
+    fn restart(&mut self, tables: Vec<(crate::Permutation, u32)>, seq: u64) {
         self.tables = tables;
         self.docs.clear();
+        self.tokens.clear();
+        self.next_seq = self.next_seq.max(seq);
         self.live.clear();
         self.by_id.clear();
         self.spans.clear();
@@ -447,7 +571,7 @@ impl Scratch {
         }
     }
 
-    fn put(&mut self, fp: u64, n: u64, id: DocId, sketch: Arc<[u8]>) {
+    fn put(&mut self, fp: u64, n: u64, id: DocId, doc: &DocMeta) {
         let i = self.docs.len();
         self.spans.insert(n >> SPAN_BITS);
         if let Some(old) = self.by_id.insert(n, i) {
@@ -456,7 +580,13 @@ impl Scratch {
                 l.delete(old as u64);
             }
         }
-        self.docs.push((fp, n, id, sketch));
+        if let (Some(e), Some(set)) = (&self.exact, &doc.set) {
+            for t in e.p.indexed(&set.hashes) {
+                self.tokens.entry(t).or_default().push(i);
+            }
+        }
+        self.docs
+            .push((fp, n, id, Arc::clone(&doc.sketch), doc.set.clone()));
         match &mut self.recent {
             Recent::Indexed(p) => p.push(fp),
             Recent::Scanned(fps) => fps.push(fp),
@@ -482,6 +612,47 @@ impl Scratch {
             .map(|&i| (self.docs[i].0, &self.docs[i].3))
     }
 
+    /// The `seq` of the call's next new document.
+    fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// Exact verification's best match among the call's documents: those sharing a prefix
+    /// shingle with `set`, compared exactly.
+    fn best_exact(&self, set: &[u64], own: Option<u64>) -> Option<Candidate> {
+        let e = self.exact.as_ref()?;
+        let mut seen: Vec<usize> =
+            e.p.order
+                .prefix(set, e.t)
+                .into_iter()
+                .filter_map(|t| self.tokens.get(&t))
+                .flatten()
+                .copied()
+                .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        let mut best: Option<Candidate> = None;
+        for i in seen {
+            let (fp, n, id, _, s) = &self.docs[i];
+            let Some(s) = s.as_ref().filter(|_| self.live[i] && Some(*n) != own) else {
+                continue;
+            };
+            let sim = crate::dedup::verify::jaccard(set, &s.hashes);
+            let c = (
+                sim,
+                s.seq,
+                (fp ^ s.fingerprint).count_ones(),
+                *n,
+                id.clone(),
+            );
+            if sim >= e.t && best.as_ref().is_none_or(|b| better(&c, b).is_lt()) {
+                best = Some(c);
+            }
+        }
+        best
+    }
+
     /// Move the documents scanned so far into the layer (a check-only call's next group).
     fn seal_group(&mut self) {
         let tables = &self.tables;
@@ -499,7 +670,7 @@ impl Scratch {
         &mut self,
         store: &Store,
         fp: u64,
-        sketch: &[u8],
+        me: Compared<'_>,
         (k, verify, shape): (u32, Option<f64>, crate::dedup::sketch::SketchShape),
         own: Option<u64>,
     ) -> Result<Option<Candidate>> {
@@ -529,12 +700,12 @@ impl Scratch {
         }
         let mut best: Option<Candidate> = None;
         for (i, distance) in near {
-            let (_, n, id, s) = &self.docs[i];
+            let (_, n, id, s, set) = &self.docs[i];
             if Some(*n) == own {
                 continue;
             }
-            let sim = shape.similarity(sketch, s)?;
-            let c = (sim, distance, *n, id.clone());
+            let sim = similarity(shape, me, (s, set.as_ref().map(|s| &s.hashes[..])))?;
+            let c = (sim, distance.into(), distance, *n, id.clone());
             if verify.is_none_or(|t| sim >= t)
                 && best.as_ref().is_none_or(|b| better(&c, b).is_lt())
             {

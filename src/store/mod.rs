@@ -39,16 +39,18 @@ mod open;
 mod options;
 mod pigeonhole;
 mod pool;
+internal_mod!(prefix);
 internal_mod!(storage);
 mod query;
 mod recipe;
+internal_mod!(sets);
 mod varint;
 internal_mod!(wal);
 mod write;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
@@ -132,6 +134,8 @@ pub struct Store {
     /// Held by a call that puts documents from its check to its write, so that concurrent
     /// calls place ids (and decide what replaces what) one after the other.
     doc_writes: Mutex<()>,
+    /// The `seq` the next stored document gets (a store that verifies exactly).
+    next_seq: AtomicU64,
     compactions: std::sync::atomic::AtomicU64,
     compaction_nanos: std::sync::atomic::AtomicU64,
     /// The error of the last failed background compaction, reported by the next call.
@@ -219,6 +223,7 @@ impl Store {
             log_bytes,
             documents: g.docs_count(),
             doc_map_bytes: g.docs().map_or(0, |d| d.byte_len()),
+            sets_bytes: g.docs().map_or(0, |d| d.sets_byte_len()),
         }
     }
 

@@ -48,6 +48,7 @@ impl Store {
             codec: opts.codec,
             block_size: opts.block_size,
             sketch_bytes: opts.recipe.as_ref().map(|r| r.sketch_shape().bytes()),
+            sets: opts.recipe.as_ref().is_some_and(|r| r.exact().is_some()),
         };
         let empty = Layer::new(Vec::new());
         let summary = generation::write_generation_with(
@@ -210,13 +211,16 @@ impl Store {
         let recipe = Recipe::read(dir)?;
         let doc_store = current.version == generation::DOC_STORE_VERSION;
         let sketch = generation.docs().map(|d| d.sketch_bytes());
+        let sets = recipe.as_ref().is_some_and(|r| r.exact().is_some());
         if doc_store != recipe.is_some()
             || sketch != recipe.as_ref().map(|r| r.sketch_shape().bytes())
+            || generation.docs().is_some_and(|d| d.has_sets() != sets)
         {
             return Err(Error::corrupt(
                 "document store",
                 0,
-                "a RECIPE and a DOCS file with its sketch size exactly when CURRENT says version 2",
+                "a RECIPE and a DOCS file with its sketch size exactly when CURRENT says version 2, \
+                 and shingle sets exactly when the RECIPE keeps them",
                 format!(
                     "version {}, RECIPE {}, DOCS sketches {sketch:?}",
                     current.version,
@@ -229,7 +233,8 @@ impl Store {
             )
             .with_path(dir));
         }
-        let mut active = Layer::new(perms_of(&generation));
+        let prefixer = recipe.as_ref().and_then(Recipe::prefixer).map(Arc::new);
+        let mut active = Layer::new(perms_of(&generation)).with_prefixer(prefixer);
         let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created
         // before G is committed). A gap means a writer removed logs after committing a newer
@@ -276,7 +281,7 @@ impl Store {
             let bytes = std::fs::read(&path).map_err(|e| Error::io(path.clone(), "read", e))?;
             let c = wal::parse(&bytes, n).map_err(|e| e.with_path(&path))?;
             for (i, r) in c.records.iter().enumerate() {
-                check_record(r, sketch).map_err(|why| {
+                check_record(r, sketch.map(|s| (s, sets))).map_err(|why| {
                     // The record's offset, found again only on this rare path.
                     let at = c.records[..i]
                         .iter()
@@ -335,6 +340,11 @@ impl Store {
             }
             _ => None,
         };
+        let next_seq = generation
+            .docs()
+            .map_or(0, |d| d.max_seq())
+            .max(active.max_seq())
+            + 1;
         Ok(Store {
             dir: dir.to_path_buf(),
             opts: opts.clone(),
@@ -356,6 +366,7 @@ impl Store {
             recovery,
             recipe,
             doc_writes: Mutex::new(()),
+            next_seq: AtomicU64::new(next_seq),
             compactions: AtomicU64::new(0),
             compaction_nanos: AtomicU64::new(0),
             background_error: Mutex::new(None),
@@ -395,17 +406,19 @@ pub(crate) fn log_numbers(dir: &Path) -> Result<Vec<u64>> {
 
 /// Whether a logged record fits the store it replays into, as its writer checked before logging
 /// it: documents only in a document store, each with a sketch of the store's size and a key, if
-/// any, of 1 to 2048 bytes. A record that does not (a crc-valid record of another writer) would
+/// any, of 1 to 2048 bytes, and a shingle set exactly when the store keeps them. A record that
+/// does not (a crc-valid record of another writer) would
 /// replay, but no compaction could write its documents: the store would be stuck.
-fn check_record(r: &wal::Record, sketch: Option<usize>) -> std::result::Result<(), String> {
+fn check_record(r: &wal::Record, sketch: Option<(usize, bool)>) -> std::result::Result<(), String> {
     let wal::Record::Docs(puts) = r else {
         return Ok(());
     };
-    let Some(sketch) = sketch else {
+    let Some((sketch, sets)) = sketch else {
         return Err("documents in a store of raw fingerprints".into());
     };
     for p in puts {
-        super::docs::check_meta(&p.doc, sketch).map_err(|e| format!("document {}: {e}", p.id))?;
+        super::docs::check_meta(&p.doc, sketch, sets)
+            .map_err(|e| format!("document {}: {e}", p.id))?;
     }
     Ok(())
 }

@@ -311,6 +311,8 @@ pub struct StoreStats {
     pub documents: u64,
     /// Bytes of the generation's document map (0 in a store of raw fingerprints).
     pub doc_map_bytes: u64,
+    /// Bytes of the generation's shingle sets (0 unless the store verifies exactly).
+    pub sets_bytes: u64,
 }
 
 /// The shape a caller asks of a store it opens or creates (what is `None` is not asked): checked

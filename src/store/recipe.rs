@@ -16,6 +16,8 @@
 //! shingle 2
 //! input text                       (or: input html 1)
 //! sketch 512 2                     (bins, bits per bin; of word 3-shingles, Unicode words)
+//! sets 3 0.9                       (version 2 only: word 3-shingle sets kept, for T >= 0.9)
+//! order N h:f h:f ...              (version 2 only: N shingles (hex) and their frequencies)
 //! weights idf                      (or: weights count)
 //! simdex-idf 1 shingle=2 docs=N    (with idf: the table, as `simdex idf` writes it)
 //! ...
@@ -25,6 +27,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::prefix::{MAX_ORDER, Order, Prefixer};
 use crate::dedup::sketch::SketchShape;
 use crate::dedup::verify::TRUTH_SHINGLE;
 use crate::error::{Error, Result};
@@ -32,8 +35,10 @@ use crate::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 /// File name of a store's recipe.
 pub const RECIPE_NAME: &str = "RECIPE";
-/// Recipe format version.
+/// Recipe format version (of a recipe without shingle sets).
 pub const RECIPE_VERSION: u32 = 1;
+/// Recipe format version of a recipe that keeps shingle sets (exact verification).
+pub const RECIPE_VERSION_SETS: u32 = 2;
 /// The simhash specification version recipes refer to (format-spec/simhash.md).
 pub const SIMHASH_VERSION: u32 = 1;
 /// The HTML rule version (format-spec/simhash.md, "HTML").
@@ -52,6 +57,10 @@ pub struct Recipe {
     shingle: usize,
     html: bool,
     sketch: SketchShape,
+    /// Shingle sets kept, for verification at thresholds of at least this.
+    exact: Option<f64>,
+    /// With sets: the global shingle order of their prefixes.
+    order: Arc<Order>,
     weights: Option<Arc<IdfTable>>,
     hasher: Simhasher,
 }
@@ -63,13 +72,28 @@ pub struct Hashed {
     pub fingerprint: Option<u64>,
     /// Its sketch of word 3-shingles.
     pub sketch: Vec<u8>,
+    /// Its word 3-shingle set (ascending), where the recipe keeps sets.
+    pub set: Option<Vec<u64>>,
 }
 
 /// Recipes are equal when they hash alike (the hasher is made from the other fields).
 impl PartialEq for Recipe {
     fn eq(&self, other: &Self) -> bool {
-        (self.shingle, self.html, self.sketch, &self.weights)
-            == (other.shingle, other.html, other.sketch, &other.weights)
+        (
+            self.shingle,
+            self.html,
+            self.sketch,
+            self.exact,
+            &self.order,
+            &self.weights,
+        ) == (
+            other.shingle,
+            other.html,
+            other.sketch,
+            other.exact,
+            &other.order,
+            &other.weights,
+        )
     }
 }
 impl Eq for Recipe {}
@@ -106,8 +130,52 @@ impl Recipe {
             shingle,
             html,
             sketch,
+            exact: None,
+            order: Arc::default(),
             weights,
             hasher,
+        })
+    }
+
+    /// This recipe keeping every document's word 3-shingle set, so that verification at any
+    /// threshold of at least `t` is exact (`None`: sketches only, whose similarity is an
+    /// estimate). An error for `t` outside (0, 1].
+    pub fn with_exact(mut self, t: Option<f64>) -> Result<Recipe> {
+        if let Some(t) = t
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "an exact verification threshold of {t} (0 < T <= 1)"
+            )));
+        }
+        self.exact = t;
+        Ok(self)
+    }
+
+    /// The lowest threshold exact verification was kept for (`None`: sketches only).
+    pub fn exact(&self) -> Option<f64> {
+        self.exact
+    }
+
+    /// This recipe with the prefix order learned from `sample` (format-spec/store.md, "Exact
+    /// verification"); without sets, itself.
+    pub fn learn_order<'a>(mut self, sample: impl IntoIterator<Item = &'a str>) -> Recipe {
+        if self.exact.is_none() {
+            return self;
+        }
+        let sets: Vec<Vec<u64>> = sample
+            .into_iter()
+            .filter_map(|t| self.hash(t).set)
+            .collect();
+        self.order = Arc::new(Order::learn(sets.iter().map(Vec::as_slice)));
+        self
+    }
+
+    /// How documents are indexed for exact verification (`None`: sketches only).
+    pub(crate) fn prefixer(&self) -> Option<Prefixer> {
+        self.exact.map(|t0| Prefixer {
+            order: (*self.order).clone(),
+            t0,
         })
     }
 
@@ -169,15 +237,27 @@ impl Recipe {
     pub fn hash(&self, text: &str) -> Hashed {
         let text = self.visible(text);
         let mut feats = Vec::new();
+        let mut set = Vec::new();
+        let keep = self.exact.is_some();
         let sketch = self.sketch.sketch_with(|bins| {
             feats =
                 crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE, |h| {
-                    bins.add(h)
+                    bins.add(h);
+                    if keep {
+                        set.push(h);
+                    }
                 });
+        });
+        let set = keep.then(|| {
+            set.sort_unstable();
+            set.dedup();
+            set.shrink_to_fit();
+            set
         });
         Hashed {
             fingerprint: self.hasher.try_hash_features(feats),
             sketch,
+            set,
         }
     }
 
@@ -203,8 +283,12 @@ impl Recipe {
 
     /// Serialize (sealed text).
     pub fn encode(&self) -> String {
+        let version = match self.exact {
+            Some(_) => RECIPE_VERSION_SETS,
+            None => RECIPE_VERSION,
+        };
         let mut s = format!(
-            "simdex-recipe {RECIPE_VERSION}\nsimhash {SIMHASH_VERSION}\nshingle {}\n",
+            "simdex-recipe {version}\nsimhash {SIMHASH_VERSION}\nshingle {}\n",
             self.shingle
         );
         s += &if self.html {
@@ -213,6 +297,15 @@ impl Recipe {
             "input text\n".to_string()
         };
         s += &format!("sketch {} {}\n", self.sketch.bins(), self.sketch.bits());
+        if let Some(t) = self.exact {
+            s += &format!("sets {TRUTH_SHINGLE} {t}\n");
+            let entries = self.order.entries();
+            s += &format!("order {}", entries.len());
+            for (h, n) in entries {
+                s += &format!(" {h:016x}:{n}");
+            }
+            s += "\n";
+        }
         match &self.weights {
             Some(w) => s += &format!("weights idf\n{}", w.encode()),
             None => s += "weights count\n",
@@ -252,7 +345,11 @@ impl Recipe {
                 found: found.parse().unwrap_or(u64::MAX),
             })
         };
-        version("recipe version", next("simdex-recipe")?, RECIPE_VERSION)?;
+        let v = next("simdex-recipe")?;
+        let with_sets = v == RECIPE_VERSION_SETS.to_string();
+        if !with_sets {
+            version("recipe version", v, RECIPE_VERSION)?;
+        }
         version("simhash version", next("simhash")?, SIMHASH_VERSION)?;
         let number = |v: &str, what: &str| -> Result<u32> {
             v.parse()
@@ -272,6 +369,52 @@ impl Recipe {
             .split_once(' ')
             .ok_or_else(|| Error::corrupt(RECIPE_NAME, 0, "sketch BINS BITS", sk.as_str()))?;
         let sketch = SketchShape::new(number(bins, "bins")?, number(bits, "bits")?)?;
+        let exact = match with_sets {
+            true => {
+                let l = next("sets")?;
+                let t = l
+                    .strip_prefix(&format!("{TRUTH_SHINGLE} "))
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .filter(|t| *t > 0.0 && *t <= 1.0)
+                    .ok_or_else(|| {
+                        Error::corrupt(RECIPE_NAME, 0, "sets 3 T with 0 < T <= 1", l.as_str())
+                    })?;
+                Some(t)
+            }
+            false => None,
+        };
+        let order = match with_sets {
+            true => {
+                let l = next("order")?;
+                let mut words = l.split(' ');
+                let n: usize = words
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n <= MAX_ORDER)
+                    .ok_or_else(|| Error::corrupt(RECIPE_NAME, 0, "order N (N <= 65536)", ""))?;
+                let entries: Vec<(u64, u32)> = words
+                    .map(|w| {
+                        w.split_once(':')
+                            .and_then(|(h, c)| {
+                                Some((u64::from_str_radix(h, 16).ok()?, c.parse::<u32>().ok()?))
+                            })
+                            .ok_or_else(|| {
+                                Error::corrupt(RECIPE_NAME, 0, "an order entry hex:frequency", w)
+                            })
+                    })
+                    .collect::<Result<_>>()?;
+                if entries.len() != n {
+                    return Err(Error::corrupt(
+                        RECIPE_NAME,
+                        0,
+                        format!("{n} order entries"),
+                        entries.len().to_string(),
+                    ));
+                }
+                Order::from_entries(entries)
+            }
+            false => Order::default(),
+        };
         let weights = match next("weights")?.as_str() {
             "count" => match lines.next() {
                 None => None,
@@ -288,10 +431,16 @@ impl Recipe {
             w => return Err(Error::corrupt(RECIPE_NAME, 0, "count or idf", w)),
         };
         // Settings no writer writes (shingle 0, weights of another shingle size) are damage.
-        Recipe::new(shingle, html, sketch, weights).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::corrupt(RECIPE_NAME, 0, "a valid recipe", m),
-            e => e,
-        })
+        Recipe::new(shingle, html, sketch, weights)
+            .and_then(|r| r.with_exact(exact))
+            .map(|mut r| {
+                r.order = Arc::new(order);
+                r
+            })
+            .map_err(|e| match e {
+                Error::InvalidArgument(m) => Error::corrupt(RECIPE_NAME, 0, "a valid recipe", m),
+                e => e,
+            })
     }
 
     /// Read `dir/RECIPE`; `None` if the store has none (a store of raw fingerprints).

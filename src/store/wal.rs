@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use super::docs::DocMeta;
+use std::sync::Arc;
+
+use super::docs::{DocMeta, DocSet};
 use super::storage::{LogFile, LogStorage};
 use crate::error::{Error, Result};
 use crate::checksum::crc_at;
@@ -37,6 +39,10 @@ pub const REC_INSERT: u8 = 1;
 pub const REC_DELETE: u8 = 2;
 /// Record type: put documents (each replaces its id's pairs and document).
 pub const REC_DOCS: u8 = 3;
+/// Record type: put documents with their shingle sets (a store that verifies exactly).
+pub const REC_DOCS_SETS: u8 = 4;
+/// Documents a documents record holds at most.
+pub const MAX_DOCS_PER_RECORD: usize = 256;
 
 /// One logged write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,8 +100,18 @@ impl Record {
                     out.extend_from_slice(&(d.sketch.len() as u16).to_le_bytes());
                     out.extend_from_slice(key);
                     out.extend_from_slice(&d.sketch);
+                    if let Some(set) = &d.set {
+                        out.extend_from_slice(&set.seq.to_le_bytes());
+                        out.extend_from_slice(&(set.hashes.len() as u32).to_le_bytes());
+                        for h in set.hashes.iter() {
+                            out.extend_from_slice(&h.to_le_bytes());
+                        }
+                    }
                 }
-                REC_DOCS
+                match docs.first().is_some_and(|p| p.doc.set.is_some()) {
+                    true => REC_DOCS_SETS,
+                    false => REC_DOCS,
+                }
             }
         }
     }
@@ -123,23 +139,23 @@ impl Record {
             REC_DELETE if body.len() == n * 8 => Ok(Record::Delete(
                 body.chunks_exact(8).map(LE::read_u64).collect(),
             )),
-            REC_DOCS => decode_docs(n, body)
+            REC_DOCS | REC_DOCS_SETS => decode_docs(n, body, kind == REC_DOCS_SETS)
                 .map(Record::Docs)
                 .ok_or_else(|| bad(format!("count {n} in {} bytes", p.len()))),
             REC_INSERT | REC_DELETE => Err(bad(format!("count {n} in {} bytes", p.len()))),
             other => Err(Error::Unsupported {
                 path: None,
                 what: "log record type",
-                expected: "1 (insert), 2 (delete) or 3 (documents)".into(),
+                expected: "1 (insert), 2 (delete), 3 or 4 (documents)".into(),
                 found: other.into(),
             }),
         }
     }
 }
 
-/// The documents of a documents record's body, `None` unless exactly `n` fit it exactly (and
-/// every flag byte is 0 or 1).
-fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<Put>> {
+/// The documents of a documents record's body (with `sets`, each followed by its shingle set),
+/// `None` unless exactly `n` fit it exactly (and every flag byte is 0 or 1).
+fn decode_docs(n: usize, mut body: &[u8], sets: bool) -> Option<Vec<Put>> {
     const HEAD: usize = 21;
     let mut out = Vec::with_capacity(n.min(body.len() / HEAD));
     for _ in 0..n {
@@ -157,9 +173,26 @@ fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<Put>> {
             0 => None,
             _ => Some(std::str::from_utf8(&rest[..klen]).ok()?.into()),
         };
+        body = &body[HEAD + klen + sk..];
+        let set = match sets {
+            true => {
+                let seq = LE::read_u64(body.get(..8)?);
+                let m = LE::read_u32(body.get(8..12)?) as usize;
+                let values = body.get(12..12 + m.checked_mul(8)?)?;
+                let hashes = values.chunks_exact(8).map(LE::read_u64).collect();
+                body = &body[12 + m * 8..];
+                Some(Arc::new(DocSet {
+                    fingerprint,
+                    seq,
+                    hashes,
+                }))
+            }
+            false => None,
+        };
         let doc = DocMeta {
             key,
             sketch: rest[klen..].into(),
+            set,
         };
         out.push(Put {
             fingerprint,
@@ -167,9 +200,29 @@ fn decode_docs(n: usize, mut body: &[u8]) -> Option<Vec<Put>> {
             replaces,
             doc,
         });
-        body = &body[HEAD + klen + sk..];
     }
     body.is_empty().then_some(out)
+}
+
+/// Documents put by one call as records: at most [`MAX_DOCS_PER_RECORD`] documents, and
+/// [`MAX_PAYLOAD`] bytes, each (a document's set is at most 32 MiB: one always fits).
+pub fn doc_records(puts: Vec<Put>) -> Vec<Record> {
+    let size = |p: &Put| 21 + p.doc.key.as_ref().map_or(0, |k| k.len()) + p.doc.sketch.len() + p.doc.set.as_ref().map_or(0, |s| 12 + s.hashes.len() * 8);
+    let mut out = Vec::new();
+    let (mut cur, mut bytes) = (Vec::new(), 4usize);
+    for p in puts {
+        let b = size(&p);
+        if !cur.is_empty() && (cur.len() == MAX_DOCS_PER_RECORD || bytes + b > MAX_PAYLOAD) {
+            out.push(Record::Docs(std::mem::take(&mut cur)));
+            bytes = 4;
+        }
+        bytes += b;
+        cur.push(p);
+    }
+    if !cur.is_empty() {
+        out.push(Record::Docs(cur));
+    }
+    out
 }
 
 /// Frame one record written at file offset `offset`.

@@ -98,7 +98,7 @@ type Rows<'py> = (
 impl PyStore {
     /// Open the store at `path` (see the stubs for every option).
     #[new]
-    #[pyo3(signature = (path, *, create=false, k=None, design=None, codec=None, block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false, documents=false, html=None, shingle=None, learn_from=None))]
+    #[pyo3(signature = (path, *, create=false, k=None, design=None, codec=None, block_size=None, expected=10_000_000, sync="per-write", max_delta=1<<20, mem_bytes=1<<30, read_only=false, populate=false, documents=false, html=None, shingle=None, learn_from=None, exact=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -118,13 +118,17 @@ impl PyStore {
         html: Option<bool>,
         shingle: Option<usize>,
         learn_from: Option<&Bound<'_, PyAny>>,
+        exact: Option<f64>,
     ) -> PyResult<PyStore> {
         if create && read_only {
             return Err(invalid("create=True and read_only=True exclude each other"));
         }
-        if !documents && (html.is_some() || shingle.is_some() || learn_from.is_some()) {
+        if !documents
+            && (html.is_some() || shingle.is_some() || learn_from.is_some() || exact.is_some())
+        {
             return Err(invalid(
-                "html, shingle and learn_from describe a document store: pass documents=True",
+                "html, shingle, learn_from and exact describe a document store: pass \
+                 documents=True",
             ));
         }
         let sample = learn_from.map(Texts::from_py).transpose()?;
@@ -165,6 +169,14 @@ impl PyStore {
                         (0..t.len()).map(|i| t.get(i)),
                     )?),
                 };
+                let recipe =
+                    recipe
+                        .map(|r| r.with_exact(exact))
+                        .transpose()?
+                        .map(|r| match &sample {
+                            Some(t) => r.learn_order((0..t.len()).map(|i| t.get(i))),
+                            None => r,
+                        });
                 Store::create(&p, &copts.with_recipe(recipe))?;
             }
             let store = if read_only {
@@ -173,6 +185,15 @@ impl PyStore {
                 Store::open(&p, &opts)?
             };
             match store.recipe() {
+                Some(r) if exact.is_some() && r.exact() != exact => {
+                    return Err(simdex::Error::InvalidArgument(format!(
+                        "{} already exists with exact={:?}, not exact={:?}: a store's recipe is \
+                         fixed when it is created",
+                        p.display(),
+                        r.exact(),
+                        exact
+                    )));
+                }
                 Some(r) => r.check_request(shingle, html)?,
                 None if documents => {
                     return Err(simdex::Error::InvalidArgument(format!(
@@ -349,6 +370,7 @@ impl PyStore {
             )?;
             d.set_item("sketch_bins", r.sketch_shape().bins())?;
             d.set_item("sketch_bits", r.sketch_shape().bits())?;
+            d.set_item("exact", r.exact())?;
             Ok(d)
         })
         .transpose()
@@ -505,6 +527,9 @@ impl PyStore {
         d.set_item("table_bytes", s.table_bytes)?;
         d.set_item("id_map_bytes", s.id_map_bytes)?;
         d.set_item("log_bytes", s.log_bytes)?;
+        d.set_item("documents", s.documents)?;
+        d.set_item("doc_map_bytes", s.doc_map_bytes)?;
+        d.set_item("sets_bytes", s.sets_bytes)?;
         Ok(d)
     }
 

@@ -16,6 +16,7 @@ use memmap2::Mmap;
 
 use super::docs::{DOCS_NAME, DocMap};
 use super::ids::IdMap;
+use super::prefix::Prefixer;
 use crate::error::{Error, Result};
 use crate::index::{Index, OpenOptions};
 
@@ -133,6 +134,9 @@ pub struct Generation {
     ids: IdMap<Mmap>,
     /// The document map, in a document store's generations.
     docs: Option<DocMap<Mmap>>,
+    /// In a store that verifies exactly, the index of its documents' prefix shingles:
+    /// (shingle, id) ascending, built from the shingle sets when first needed.
+    prefixes: std::sync::OnceLock<Vec<(u64, u64)>>,
     retired: AtomicBool,
 }
 
@@ -163,8 +167,52 @@ impl Generation {
             index,
             ids,
             docs,
+            prefixes: std::sync::OnceLock::new(),
             retired: AtomicBool::new(false),
         })
+    }
+
+    /// The ids of the documents with `token` in their prefix by `p` (the store's), from the
+    /// generation's prefix index, built on first use from every document's set (all cores).
+    pub(crate) fn prefix_ids(&self, p: &Prefixer, token: u64) -> Result<&[(u64, u64)]> {
+        let index = match self.prefixes.get() {
+            Some(i) => i,
+            None => {
+                let built = self.build_prefixes(p).map_err(|e| self.docs_error(e))?;
+                self.prefixes.get_or_init(|| built)
+            }
+        };
+        let a = index.partition_point(|e| e.0 < token);
+        let b = a + index[a..].partition_point(|e| e.0 == token);
+        Ok(&index[a..b])
+    }
+
+    fn build_prefixes(&self, p: &Prefixer) -> Result<Vec<(u64, u64)>> {
+        use rayon::prelude::*;
+        let Some(docs) = &self.docs else {
+            return Ok(Vec::new());
+        };
+        // A few thousand documents' sets at a time, their prefixes on all cores.
+        let mut v: Vec<(u64, u64)> = Vec::new();
+        let mut chunk: Vec<(u64, super::docs::DocMeta)> = Vec::with_capacity(4096);
+        let mut it = docs.iter().peekable();
+        while it.peek().is_some() {
+            chunk.clear();
+            for r in it.by_ref().take(4096) {
+                chunk.push(r?);
+            }
+            v.par_extend(chunk.par_iter().flat_map_iter(|(id, d)| {
+                let toks = d
+                    .set
+                    .as_ref()
+                    .map(|s| p.indexed(&s.hashes))
+                    .unwrap_or_default();
+                toks.into_iter().map(move |t| (t, *id))
+            }));
+        }
+        v.par_sort_unstable();
+        v.shrink_to_fit();
+        Ok(v)
     }
 
     /// The generation number.
@@ -215,6 +263,7 @@ impl Generation {
                 codec: self.index.tables()[0].codec(),
                 block_size,
                 sketch_bytes: self.docs.as_ref().map(|d| d.sketch_bytes()),
+                sets: self.docs.as_ref().is_some_and(|d| d.has_sets()),
             }
         }
     }

@@ -30,6 +30,8 @@ pub struct Layout {
     pub block_size: Option<u32>,
     /// A document store's generation: the document map's sketch size.
     pub sketch_bytes: Option<usize>,
+    /// A document store's generation: whether it keeps shingle sets.
+    pub sets: bool,
 }
 
 /// One input of [`write_generation`]: a generation (if any) and the writes on top of it.
@@ -97,7 +99,7 @@ pub fn write_generation(
 
 /// Write the document map of the merged sources: per id, the newest document (a later source
 /// over an earlier one, a layer over its generation), without the ids a layer deleted.
-fn write_docs(path: &Path, sketch_bytes: usize, sources: &[Source<'_>]) -> Result<()> {
+fn write_docs(path: &Path, sketch_bytes: usize, sets: bool, sources: &[Source<'_>]) -> Result<()> {
     type DocStream<'a> = std::iter::Peekable<BoxIter<'a, (u64, DocMeta)>>;
     let mut streams: Vec<DocStream<'_>> = Vec::new();
     for s in sources {
@@ -117,32 +119,54 @@ fn write_docs(path: &Path, sketch_bytes: usize, sources: &[Source<'_>]) -> Resul
             .collect();
         streams.push((Box::new(mine.into_iter().map(Ok)) as BoxIter<'_, _>).peekable());
     }
+    // The map, and beside it (written first, so that a map is never published without them)
+    // the shingle sets its entries point to.
+    if sets {
+        let sets_path = path.with_file_name(super::super::sets::SETS_NAME);
+        return crate::atomic::write_file(&sets_path, |sw| {
+            crate::atomic::write_file(path, |w| {
+                let mut dw = DocsWriter::with_sets(w, sketch_bytes, &mut *sw)?;
+                merge_docs(&mut streams, |id, d| dw.add(id, d))?;
+                dw.finish_with_sets().map(|_| ())
+            })
+            .map_err(|e| e.with_path(path))
+        })
+        .map_err(|e| e.with_path(&sets_path));
+    }
     crate::atomic::write_file(path, |w| {
         let mut dw = DocsWriter::new(w, sketch_bytes)?;
-        loop {
-            // The smallest id at the streams' heads; of equal ids, the last stream's wins.
-            let mut best: Option<u64> = None;
-            for s in &mut streams {
-                match s.peek() {
-                    Some(Ok((id, _))) if best.is_none_or(|b| *id < b) => best = Some(*id),
-                    Some(Err(_)) => return Err(s.next().and_then(|r| r.err()).unwrap()),
-                    _ => {}
-                }
-            }
-            let Some(id) = best else { break };
-            let mut doc = None;
-            for s in &mut streams {
-                if matches!(s.peek(), Some(Ok((i, _))) if *i == id) {
-                    doc = s.next().and_then(|r| r.ok()).map(|(_, d)| d);
-                }
-            }
-            if let Some(d) = doc {
-                dw.add(id, &d)?;
-            }
-        }
+        merge_docs(&mut streams, |id, d| dw.add(id, d))?;
         dw.finish().map(|_| ())
     })
     .map_err(|e| e.with_path(path))
+}
+
+/// Merge document streams (each ascending by id) into `add`, in id order: of equal ids, the
+/// last stream's document.
+fn merge_docs<I: Iterator<Item = Result<(u64, DocMeta)>>>(
+    streams: &mut [std::iter::Peekable<I>],
+    mut add: impl FnMut(u64, &DocMeta) -> Result<()>,
+) -> Result<()> {
+    loop {
+        let mut best: Option<u64> = None;
+        for s in streams.iter_mut() {
+            match s.peek() {
+                Some(Ok((id, _))) if best.is_none_or(|b| *id < b) => best = Some(*id),
+                Some(Err(_)) => return Err(s.next().and_then(|r| r.err()).unwrap()),
+                _ => {}
+            }
+        }
+        let Some(id) = best else { return Ok(()) };
+        let mut doc = None;
+        for s in streams.iter_mut() {
+            if matches!(s.peek(), Some(Ok((i, _))) if *i == id) {
+                doc = s.next().and_then(|r| r.ok()).map(|(_, d)| d);
+            }
+        }
+        if let Some(d) = doc {
+            add(id, &d)?;
+        }
+    }
 }
 
 /// Pairs ascending by (fingerprint, id), for a bulk load.
@@ -242,7 +266,12 @@ pub fn write_generation_with(
     .map_err(|e| e.with_path(&ids_path))?;
     pb.finish();
     if let Some(sketch_bytes) = layout.sketch_bytes {
-        write_docs(&staging.path().join(DOCS_NAME), sketch_bytes, sources)?;
+        write_docs(
+            &staging.path().join(DOCS_NAME),
+            sketch_bytes,
+            layout.sets,
+            sources,
+        )?;
     }
 
     // 2. The tables.

@@ -170,6 +170,7 @@ class Store:
         html: bool | None = None,
         shingle: int | None = None,
         learn_from: _Texts | None = None,
+        exact: float | None = None,
     ) -> None:
         """Open the store at ``path``, creating it first if ``create`` and it does not exist
         (a new store gets k 3, design auto, codec h-delta and block size auto unless given).
@@ -178,7 +179,10 @@ class Store:
         (how documents become fingerprints: ``shingle`` words per feature, default 2; ``html``
         pages or plain text; count weights, or IDF learned from every text of ``learn_from``
         (read only when the store is created), then frozen) and keeps per document a 128-byte
-        sketch and its id for :meth:`ingest`. Use
+        sketch and its id for :meth:`ingest`. With ``exact=T`` it also keeps each document's
+        word 3-shingle set (about 8 bytes per distinct shingle), so that ``ingest(verify=T2)``
+        for ``T2 >= T`` compares exact Jaccard similarities; without it ``verify`` compares
+        the sketches' estimate (for stores too large for exact data). Use
         ``k=7`` for verified ingest (near-duplicates at Jaccard 0.95 lie up to 7 bits apart on
         template-heavy pages). Opening an existing document store with ``shingle`` or ``html``
         other than its recipe's raises InvalidArgument.
@@ -221,8 +225,8 @@ class Store:
         a canonical decimal ("5", not "05") is the numeric id 5, as in the CLI's JSON Lines;
         None or an Arrow null is an error naming its position. ``texts``: str sequence or Arrow
         strings. A duplicate is a stored document whose fingerprint is within ``k`` (default:
-        the store's k) and, with ``verify=T``, whose estimated word 3-shingle Jaccard (from
-        the stored sketches) is at least T. ``check_only=True`` stores nothing;
+        the store's k) and, with ``verify=T``, whose word 3-shingle Jaccard is at least T:
+        exact in a store created with ``exact=``, else estimated from the stored sketches. ``check_only=True`` stores nothing;
         ``store_only=True`` compares with the stored documents alone, not with the earlier
         documents of the call.
 
@@ -236,7 +240,8 @@ class Store:
     @property
     def recipe(self) -> dict[str, Any] | None:
         """A document store's recipe (``shingle``, ``html``, ``weights``, ``sketch_bins``,
-        ``sketch_bits``); None for a store of raw fingerprints."""
+        ``sketch_bits``, ``exact``: the threshold its shingle sets were kept for, or None when
+        its similarities are sketch estimates); None for a store of raw fingerprints."""
     def delete(self, ids: _U64 | Sequence[int] | Sequence[str] | Any) -> None:
         """Delete every pair of each document id (Ctrl-C as for :meth:`insert`): numbers, or a
         document store's ids as given to :meth:`ingest` (str such as URLs, or ints; a list or
@@ -265,7 +270,8 @@ class Store:
         """Sync and close; later calls raise simdex.Error. Idempotent."""
     def stats(self) -> dict[str, Any]:
         """generation, design, k, fingerprints, pairs, delta_pairs, delta_deletes, table_bytes,
-        id_map_bytes, log_bytes."""
+        id_map_bytes, log_bytes, documents, doc_map_bytes, sets_bytes (the shingle sets of a
+        store created with ``exact=``)."""
     def verify(self) -> None:
         """Check every checksum of the live generation; raises CorruptError."""
     @property

@@ -1,0 +1,172 @@
+//! Candidates for exact verification: every stored document that can reach Jaccard ≥ T with a
+//! new one shares a *prefix shingle* with it, so looking its prefix shingles up finds them all
+//! (`format-spec/store.md`, "Exact verification").
+//!
+//! Order the shingles of every set by one global order. If J(D, S) ≥ T ≥ T0, the first shingle
+//! (in that order) of D ∩ S lies among the first |S| − ⌈T0·|S|⌉ + 1 of S and among the first
+//! |D| − ⌈T·|D|⌉ + 1 of D: fewer than that many of S's (D's) shingles come before it, as all of
+//! those lie outside the intersection, which holds at least ⌈T0·|S|⌉ (⌈T·|D|⌉). So a store
+//! indexes each document's prefix at its threshold T0, and a check at T ≥ T0 looks up its own
+//! prefix at T: the filter drops only pairs that cannot reach T.
+//!
+//! The order puts rare shingles first, so that prefixes (a tenth of a set at 0.9) are made of
+//! them and few documents share one: shingles by their document frequency in the sample the
+//! store was created from (the [`Order`], kept in its recipe), ties and unseen shingles by hash.
+//! A template shared by every page of a site then stays out of the prefixes.
+
+use std::collections::HashMap;
+
+/// Entries an order keeps at most: the most frequent shingles of the sample.
+pub const MAX_ORDER: usize = 1 << 16;
+
+/// The global shingle order of a store: the sample's document frequency of its frequent
+/// shingles (at least 2); others count 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Order {
+    df: HashMap<u64, u32>,
+}
+
+impl Order {
+    /// The order learned from `sets` (each a document's shingle set): the shingles in two
+    /// documents or more, at most [`MAX_ORDER`] of the most frequent (ties: smaller hash).
+    pub fn learn<'a>(sets: impl IntoIterator<Item = &'a [u64]>) -> Order {
+        let mut df: HashMap<u64, u32> = HashMap::new();
+        for s in sets {
+            for &h in s {
+                *df.entry(h).or_insert(0) += 1;
+            }
+        }
+        let mut v: Vec<(u32, u64)> = df.into_iter().filter(|e| e.1 >= 2).map(|(h, n)| (n, h)).collect();
+        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        v.truncate(MAX_ORDER);
+        Order::from_entries(v.into_iter().map(|(n, h)| (h, n)))
+    }
+
+    /// An order of these (shingle, frequency) entries.
+    pub fn from_entries(entries: impl IntoIterator<Item = (u64, u32)>) -> Order {
+        Order {
+            df: entries.into_iter().collect(),
+        }
+    }
+
+    /// The entries, ascending by shingle (for the recipe).
+    pub fn entries(&self) -> Vec<(u64, u32)> {
+        let mut v: Vec<(u64, u32)> = self.df.iter().map(|(&h, &n)| (h, n)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Entries.
+    pub fn len(&self) -> usize {
+        self.df.len()
+    }
+
+    /// True when the order is hash order alone.
+    pub fn is_empty(&self) -> bool {
+        self.df.is_empty()
+    }
+
+    fn key(&self, h: u64) -> (u32, u64) {
+        (self.df.get(&h).copied().unwrap_or(0), h)
+    }
+
+    /// The prefix of `set` at threshold `t`: its first [`prefix_len`] shingles in this order.
+    pub fn prefix(&self, set: &[u64], t: f64) -> Vec<u64> {
+        let p = prefix_len(set.len(), t);
+        let mut keys: Vec<(u32, u64)> = set.iter().map(|&h| self.key(h)).collect();
+        if p < keys.len() {
+            keys.select_nth_unstable(p);
+            keys.truncate(p);
+        }
+        keys.into_iter().map(|(_, h)| h).collect()
+    }
+}
+
+/// The least overlap a set of `n` shingles has with any set at Jaccard ≥ `t` from it, ⌈t·n⌉,
+/// computed so that rounding can only make it smaller (a longer prefix: never a missed pair).
+pub fn min_overlap(n: usize, t: f64) -> usize {
+    let x = t * n as f64 - 1e-9 * (n as f64).max(1.0);
+    (x.ceil().max(1.0) as usize).min(n.max(1))
+}
+
+/// Prefix length of a set of `n` shingles at threshold `t`: n − ⌈t·n⌉ + 1 (0 for an empty set).
+pub fn prefix_len(n: usize, t: f64) -> usize {
+    match n {
+        0 => 0,
+        n => n - min_overlap(n, t) + 1,
+    }
+}
+
+/// How a store that verifies exactly indexes its documents: its order and threshold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prefixer {
+    /// The global order.
+    pub order: Order,
+    /// The threshold prefixes are indexed at (the store's lowest).
+    pub t0: f64,
+}
+
+impl Prefixer {
+    /// The indexed prefix of a stored set.
+    pub fn indexed(&self, set: &[u64]) -> Vec<u64> {
+        self.order.prefix(set, self.t0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Any two sets at Jaccard ≥ t (t ≥ t0) share a shingle of the indexed prefix of one and
+    /// the probing prefix of the other: random sets, orders and thresholds, against the rule.
+    #[test]
+    fn prefixes_of_similar_sets_always_meet() {
+        let mut s = 12345u64;
+        let mut next = move || {
+            s = crate::sample::splitmix64(&mut s);
+            s
+        };
+        let orders = [
+            Order::default(),
+            Order::from_entries((0..40u64).map(|h| (h, (h % 7) as u32 + 2))),
+        ];
+        let mut pairs = 0;
+        for round in 0..3000 {
+            let n = 1 + (next() % 60) as usize;
+            let a: Vec<u64> = {
+                let mut v: Vec<u64> = (0..n).map(|_| next() % 80).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let mut b = a.clone();
+            for _ in 0..next() % 6 {
+                let i = (next() % b.len() as u64) as usize;
+                b[i] = next() % 80;
+            }
+            b.sort_unstable();
+            b.dedup();
+            let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+            let j = inter as f64 / (a.len() + b.len() - inter) as f64;
+            let order = &orders[round % 2];
+            for t0 in [0.5, 0.7, 0.9, 1.0] {
+                for t in [t0, (t0 + 1.0) / 2.0] {
+                    if j < t {
+                        continue;
+                    }
+                    pairs += 1;
+                    let ia = order.prefix(&a, t0);
+                    let pb = order.prefix(&b, t);
+                    assert!(
+                        ia.iter().any(|x| pb.contains(x)),
+                        "J {j} >= {t} (t0 {t0}): {a:?} / {b:?}"
+                    );
+                }
+            }
+        }
+        assert!(pairs > 1000, "{pairs}");
+        assert_eq!(prefix_len(10, 0.9), 2);
+        assert_eq!(prefix_len(1, 0.9), 1);
+        assert_eq!(prefix_len(100, 1.0), 1);
+    }
+}

@@ -1,0 +1,237 @@
+//! The shingle sets (`SETS`) of a document store that verifies exactly: per document, its word
+//! 3-shingle set, which the document map's entry points to by offset (`format-spec/store.md`,
+//! "Shingle sets").
+//!
+//! ```text
+//! header (16 B): "SIMDXSET" | version u32 | crc32 of bytes 0..12
+//! record:        count u32 | fingerprint u64 | seq u64 | count hashes (u64, ascending,
+//!                distinct) | crc32 (salted by its offset)
+//! ```
+//!
+//! A record is read where an entry points and checked then (its crc, its order); `verify` walks
+//! every record to the end of the file.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use super::docs::DocSet;
+use crate::checksum::crc_at;
+use crate::error::{Error, Result};
+
+/// Magic bytes at the start of a sets file.
+pub const SETS_MAGIC: [u8; 8] = *b"SIMDXSET";
+/// Sets file format version.
+pub const SETS_VERSION: u32 = 1;
+/// File name of a generation's shingle sets.
+pub const SETS_NAME: &str = "SETS";
+/// Header length.
+pub const SETS_HEADER_LEN: usize = 16;
+/// The most shingles a document's set may hold (32 MiB of hashes): a larger document is
+/// refused by a store that keeps sets, as every resource has a bound.
+pub const MAX_SET_LEN: usize = 4 << 20;
+
+fn header() -> [u8; SETS_HEADER_LEN] {
+    let mut b = [0u8; SETS_HEADER_LEN];
+    b[..8].copy_from_slice(&SETS_MAGIC);
+    LE::write_u32(&mut b[8..12], SETS_VERSION);
+    let crc = crc_at(0, &b[..12]);
+    LE::write_u32(&mut b[12..16], crc);
+    b
+}
+
+/// Check that `set` can be stored: ascending, distinct, at most [`MAX_SET_LEN`].
+pub(crate) fn check_set(set: &[u64]) -> Result<()> {
+    if set.len() > MAX_SET_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "a document of {} distinct word 3-shingles: a store that keeps shingle sets takes at \
+             most {MAX_SET_LEN}",
+            set.len()
+        )));
+    }
+    if !set.is_sorted_by(|a, b| a < b) {
+        return Err(Error::InvalidArgument(
+            "a shingle set not ascending and distinct".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes a sets file: the header, then records; [`SetsWriter::add`] returns each one's offset.
+pub struct SetsWriter<W: Write> {
+    w: W,
+    at: u64,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> SetsWriter<W> {
+    /// Start a sets file.
+    pub fn new(mut w: W) -> Result<SetsWriter<W>> {
+        w.write_all(&header())
+            .map_err(|e| Error::io(None, "write shingle sets", e))?;
+        Ok(SetsWriter {
+            w,
+            at: SETS_HEADER_LEN as u64,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Append a document's set; its record's offset.
+    pub fn add(&mut self, d: &DocSet) -> Result<u64> {
+        check_set(&d.hashes)?;
+        let at = self.at;
+        self.buf.clear();
+        self.buf.extend_from_slice(&(d.hashes.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(&d.fingerprint.to_le_bytes());
+        self.buf.extend_from_slice(&d.seq.to_le_bytes());
+        for h in d.hashes.iter() {
+            self.buf.extend_from_slice(&h.to_le_bytes());
+        }
+        let crc = crc_at(at, &self.buf);
+        self.buf.extend_from_slice(&crc.to_le_bytes());
+        self.w
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(None, "write shingle sets", e))?;
+        self.at += self.buf.len() as u64;
+        Ok(at)
+    }
+
+    /// The writer, once every set is written.
+    pub fn finish(self) -> W {
+        self.w
+    }
+}
+
+/// A read-only sets file over any bytes (an mmap in production).
+#[derive(Debug)]
+pub struct SetsFile<D> {
+    data: D,
+}
+
+impl<D: AsRef<[u8]>> SetsFile<D> {
+    /// Validate `data`'s header.
+    pub fn from_bytes(data: D) -> Result<SetsFile<D>> {
+        let b = data.as_ref();
+        if b.len() < SETS_HEADER_LEN || b[..8] != SETS_MAGIC {
+            return Err(Error::corrupt(
+                "shingle sets header",
+                0,
+                "SIMDXSET and 16 bytes",
+                format!("{:02x?}", &b[..b.len().min(8)]),
+            ));
+        }
+        crate::table::format::check_crc(
+            || "shingle sets header crc32".into(),
+            0,
+            &b[..SETS_HEADER_LEN],
+        )?;
+        let version = LE::read_u32(&b[8..12]);
+        if version != SETS_VERSION {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "shingle sets format version",
+                expected: SETS_VERSION.to_string(),
+                found: version.into(),
+            });
+        }
+        Ok(SetsFile { data })
+    }
+
+    /// Bytes of the whole file.
+    pub fn byte_len(&self) -> u64 {
+        self.data.as_ref().len() as u64
+    }
+
+    /// The set whose record starts at `at`, and where the next record starts.
+    fn record(&self, at: u64) -> Result<(Arc<DocSet>, u64)> {
+        let b = self.data.as_ref();
+        let bad = |what: String| {
+            Error::corrupt("shingle sets record", at, "a valid record", what)
+        };
+        let start = usize::try_from(at)
+            .ok()
+            .filter(|&s| s >= SETS_HEADER_LEN && s + 4 <= b.len())
+            .ok_or_else(|| bad(format!("an offset outside the file of {} bytes", b.len())))?;
+        let n = LE::read_u32(&b[start..start + 4]) as usize;
+        if n > MAX_SET_LEN {
+            return Err(bad(format!("a count of {n}")));
+        }
+        let end = start + 20 + n * 8;
+        let body = b
+            .get(start..end + 4)
+            .ok_or_else(|| bad(format!("{n} hashes past the end of the file")))?;
+        crate::table::format::check_crc(
+            || "shingle sets record crc32".into(),
+            at,
+            body,
+        )?;
+        let hashes: Box<[u64]> = body[20..20 + n * 8].chunks_exact(8).map(LE::read_u64).collect();
+        if !hashes.is_sorted_by(|a, b| a < b) {
+            return Err(bad("hashes not ascending and distinct".into()));
+        }
+        let d = DocSet {
+            fingerprint: LE::read_u64(&body[4..12]),
+            seq: LE::read_u64(&body[12..20]),
+            hashes,
+        };
+        Ok((Arc::new(d), (end + 4) as u64))
+    }
+
+    /// The set whose record starts at `at`.
+    pub fn get(&self, at: u64) -> Result<Arc<DocSet>> {
+        Ok(self.record(at)?.0)
+    }
+
+    /// Check every record, to the end of the file; their count.
+    pub fn verify(&self) -> Result<u64> {
+        let (mut at, mut n) = (SETS_HEADER_LEN as u64, 0u64);
+        while at < self.byte_len() {
+            at = self.record(at)?.1;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_catches_every_flip() {
+        let mut w = SetsWriter::new(Vec::new()).unwrap();
+        let sets: Vec<DocSet> = [vec![1, 5, 9], vec![], vec![u64::MAX - 1, u64::MAX]]
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| DocSet {
+                fingerprint: 0xabc ^ i as u64,
+                seq: i as u64 + 1,
+                hashes: h.into(),
+            })
+            .collect();
+        let at: Vec<u64> = sets.iter().map(|s| w.add(s).unwrap()).collect();
+        let bytes = w.finish();
+        let f = SetsFile::from_bytes(&bytes[..]).unwrap();
+        assert_eq!(f.verify().unwrap(), 3);
+        for (s, a) in sets.iter().zip(&at) {
+            assert_eq!(&*f.get(*a).unwrap(), s);
+        }
+        assert!(f.get(at[0] + 1).is_err());
+        assert!(f.get(bytes.len() as u64).is_err());
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x04;
+            let caught = SetsFile::from_bytes(&b[..]).and_then(|f| f.verify()).is_err();
+            assert!(caught, "flip at byte {i}");
+        }
+        let mut w = SetsWriter::new(Vec::new()).unwrap();
+        let bad = |h: Vec<u64>| DocSet {
+            fingerprint: 1,
+            seq: 1,
+            hashes: h.into(),
+        };
+        assert!(w.add(&bad(vec![3, 3])).is_err());
+        assert!(w.add(&bad(vec![4, 2])).is_err());
+    }
+}

@@ -1,0 +1,246 @@
+//! Exact online verification: a store created to keep shingle sets answers `ingest` and
+//! `check_documents` exactly as a brute-force oracle that compares each document with every
+//! document stored before it (exact word 3-shingle Jaccard, the most similar, ties to the
+//! earliest stored) — on template pages with many siblings just under the threshold, random
+//! families, CJK text and copies; for thresholds 0.5 to 1.0 and higher ones asked later;
+//! however the input is split into calls, across compaction, reopening and re-crawls.
+
+use simdex::dedup::sketch::SketchShape;
+use simdex::dedup::verify::{jaccard, shingle_set};
+use simdex::store::{
+    CreateOptions, DocId, Document, IngestOptions, Recipe, Store, StoreOptions, SyncPolicy, Verdict,
+};
+
+mod common;
+
+/// A site: a template of 200 words around short articles, each article's siblings a few words
+/// apart (Jaccard near 0.85-0.95), some pages repeated exactly, a few in CJK script.
+fn corpus(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut st = seed;
+    let word = |st: &mut u64| format!("w{}", common::splitmix(st) % 3000);
+    let template: Vec<String> = (0..200).map(|_| word(&mut st)).collect();
+    let mut bases: Vec<Vec<String>> = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let r = common::splitmix(&mut st);
+        let text = if i % 23 == 22 {
+            // CJK: runs of Han characters (bigram tokens).
+            let k = 5 + r % 20;
+            (0..k)
+                .map(|j| {
+                    let c = 0x4e00 + ((r >> (j % 40)) + j * 7) % 40;
+                    char::from_u32(c as u32)
+                        .unwrap()
+                        .to_string()
+                        .repeat(1 + (j % 3) as usize)
+                })
+                .collect::<Vec<_>>()
+                .join("")
+        } else if i % 5 == 4 {
+            // Short texts of few words: sets of 1 to 6 shingles, whose Jaccards sit exactly on
+            // thresholds (1/2, 2/3, 3/4, ...) and whose prefixes are one or two shingles.
+            let k = 3 + r % 6;
+            (0..k)
+                .map(|j| format!("s{}", (r >> (8 + 3 * j)) % 4))
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else if i % 13 == 12 && !out.is_empty() {
+            // An exact copy of an earlier page.
+            let (_, t): &(String, String) = &out[(r % out.len() as u64) as usize];
+            t.clone()
+        } else {
+            let article = if !bases.is_empty() && !r.is_multiple_of(3) {
+                let mut a = bases[(r >> 8) as usize % bases.len()].clone();
+                for _ in 0..(r >> 20) % 5 {
+                    let at = (common::splitmix(&mut st) % a.len() as u64) as usize;
+                    a[at] = word(&mut st);
+                }
+                a
+            } else {
+                let a: Vec<String> = (0..20 + r % 40).map(|_| word(&mut st)).collect();
+                bases.push(a.clone());
+                a
+            };
+            let body = article.join(" ");
+            match i % 3 {
+                // Most pages carry the template; some are the article alone.
+                0 => body,
+                _ => format!("{} {body}", template.join(" ")),
+            }
+        };
+        out.push((format!("https://site.example/{i}"), text));
+    }
+    out
+}
+
+/// The oracle: each document with words against every document stored before it; a
+/// duplicate (the most similar, ties to the earliest stored) or new (stored).
+fn oracle(docs: &[(String, String)], t: f64) -> Vec<Option<(String, f64)>> {
+    let mut stored: Vec<(usize, Vec<u64>)> = Vec::new();
+    let mut out = Vec::new();
+    for (i, (_, text)) in docs.iter().enumerate() {
+        let set = shingle_set(text, 3);
+        if set.is_empty() {
+            out.push(None);
+            continue;
+        }
+        let mut best: Option<(usize, f64)> = None;
+        for (j, s) in &stored {
+            let sim = jaccard(&set, s);
+            if sim >= t && best.is_none_or(|b| sim > b.1) {
+                best = Some((*j, sim));
+            }
+        }
+        match best {
+            Some((j, sim)) => out.push(Some((docs[j].0.clone(), sim))),
+            None => {
+                stored.push((i, set));
+                out.push(None);
+            }
+        }
+    }
+    out
+}
+
+fn exact_store(dir: &std::path::Path, t0: f64, sample: &[(String, String)]) -> Store {
+    let recipe = Recipe::new(2, false, SketchShape::default(), None)
+        .unwrap()
+        .with_exact(Some(t0))
+        .unwrap()
+        .learn_order(sample.iter().map(|d| d.1.as_str()));
+    let dir = dir.join("st");
+    Store::create(
+        &dir,
+        &CreateOptions::default().with_k(3).with_recipe(Some(recipe)),
+    )
+    .unwrap();
+    Store::open(&dir, &StoreOptions::default().with_sync(SyncPolicy::Manual)).unwrap()
+}
+
+/// The verdicts as the oracle's shape: the match and similarity of each duplicate.
+fn answers(v: &[Verdict]) -> Vec<Option<(String, f64)>> {
+    v.iter()
+        .map(|v| match v {
+            Verdict::Duplicate { id, similarity, .. } => Some((id.to_string(), *similarity)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run(
+    store: &Store,
+    docs: &[(String, String)],
+    sizes: &[usize],
+    t: f64,
+    check: bool,
+) -> Vec<Verdict> {
+    let ids: Vec<DocId> = docs.iter().map(|d| DocId::parse(&d.0)).collect();
+    let opts = IngestOptions::default().with_verify(Some(t));
+    let mut out = Vec::new();
+    let (mut at, mut i) = (0, 0);
+    while at < docs.len() {
+        let n = sizes[i % sizes.len()].min(docs.len() - at);
+        let batch: Vec<Document<'_>> = (at..at + n)
+            .map(|j| Document {
+                id: &ids[j],
+                text: &docs[j].1,
+            })
+            .collect();
+        out.extend(match check {
+            true => store.check_documents(&batch, &opts).unwrap(),
+            false => store.ingest(&batch, &opts).unwrap(),
+        });
+        at += n;
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn online_answers_equal_the_brute_force_oracle() {
+    let docs = corpus(900, 3);
+    let mut compared = 0;
+    for t0 in [0.5, 0.7, 0.9, 1.0] {
+        for t in [t0, (t0 + 1.0) / 2.0] {
+            let want = oracle(&docs, t);
+            let dups = want.iter().filter(|w| w.is_some()).count();
+            assert!(dups > 30, "t {t}: {dups} duplicates");
+            // One call; calls of odd sizes (sample: the first 100 pages, or none).
+            for (sizes, sample) in [
+                (&[4096][..], &docs[..100]),
+                (&[1, 7, 64, 300][..], &docs[..0]),
+            ] {
+                let dir = tempfile::tempdir().unwrap();
+                let store = exact_store(dir.path(), t0, sample);
+                // check-only first (stores nothing), then ingest: the same answers.
+                let checked = answers(&run(&store, &docs, &[4096], t, true));
+                let got = answers(&run(&store, &docs, sizes, t, false));
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(g, w, "t0 {t0} t {t} sizes {sizes:?}: document {i}");
+                }
+                assert_eq!(checked, got, "check-only, t0 {t0} t {t}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 16);
+}
+
+/// Answers stay exact across compaction, reopening, a second run over new pages and a
+/// re-crawl (a stored page changed under its id is never its own duplicate); a threshold
+/// below the store's is refused.
+#[test]
+fn answers_stay_exact_across_compaction_reopening_and_recrawls() {
+    let docs = corpus(600, 9);
+    let (first, second) = docs.split_at(350);
+    let dir = tempfile::tempdir().unwrap();
+    let want = oracle(&docs, 0.8);
+    {
+        let store = exact_store(dir.path(), 0.8, first);
+        let got = answers(&run(&store, first, &[128], 0.8, false));
+        assert_eq!(got, want[..350]);
+        store.compact().unwrap();
+        store.close().unwrap();
+    }
+    let store = Store::open(
+        dir.path().join("st"),
+        &StoreOptions::default().with_sync(SyncPolicy::Manual),
+    )
+    .unwrap();
+    let got = answers(&run(&store, second, &[200], 0.8, false));
+    assert_eq!(got, want[350..]);
+    let err = store
+        .check_documents(&[], &IngestOptions::default().with_verify(Some(0.7)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("below the 0.8"), "{err}");
+    // A re-crawl: page 0 changed under its id replaces it (no duplicate of its old self);
+    // the same text again is already stored.
+    let id = DocId::parse(&docs[0].0);
+    let changed = format!("{} and one more sentence", docs[0].1);
+    let opts = IngestOptions::default().with_verify(Some(0.8));
+    let v = store
+        .ingest(
+            &[Document {
+                id: &id,
+                text: &changed,
+            }],
+            &opts,
+        )
+        .unwrap();
+    assert!(
+        !matches!(&v[0], Verdict::Duplicate { id: m, .. } if *m == id),
+        "{v:?}"
+    );
+    let v = store
+        .ingest(
+            &[Document {
+                id: &id,
+                text: &changed,
+            }],
+            &opts,
+        )
+        .unwrap();
+    assert_eq!(v[0], Verdict::AlreadyStored);
+    store.verify().unwrap();
+}
