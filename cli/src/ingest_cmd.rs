@@ -203,7 +203,9 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     };
     // Documents read before the store is created: the weights' sample (none for count).
     let batch = a.batch as usize;
-    let learn = match (learns_idf(&a, usize::MAX), &sample) {
+    // (An exact store learns its shingle order from the same sample.)
+    let exact = a.verify.is_some() && !a.estimate;
+    let learn = match (learns_idf(&a, usize::MAX) || exact, &sample) {
         (true, None) => learn_docs(&a),
         _ => 1,
     };

@@ -17,14 +17,27 @@
 use std::collections::HashMap;
 
 /// Entries an order keeps at most: the most frequent shingles of the sample.
-pub const MAX_ORDER: usize = 1 << 16;
+pub const MAX_ORDER: usize = 1 << 20;
 
 /// The global shingle order of a store: the sample's document frequency of its frequent
 /// shingles (at least 2); others count 0.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Order {
-    df: HashMap<u64, u32>,
+    df: HashMap<u64, u32, crate::simhash::BuildIdentity>,
+    /// A bit filter of the shingles in `df` (16 bits per entry, two bits per shingle in one
+    /// word): most of a set's shingles are in no sample's table, and the filter, unlike the
+    /// table, stays in cache — a shingle it rules out needs no look-up (measured: the look-ups
+    /// were a third of an exact ingest's time).
+    filter: Vec<u64>,
 }
+
+impl PartialEq for Order {
+    fn eq(&self, other: &Order) -> bool {
+        self.df == other.df
+    }
+}
+
+impl Eq for Order {}
 
 impl Order {
     /// The order learned from `sets` (each a document's shingle set): the shingles in two
@@ -44,9 +57,14 @@ impl Order {
 
     /// An order of these (shingle, frequency) entries.
     pub fn from_entries(entries: impl IntoIterator<Item = (u64, u32)>) -> Order {
-        Order {
-            df: entries.into_iter().collect(),
+        let df: HashMap<u64, u32, crate::simhash::BuildIdentity> = entries.into_iter().collect();
+        let words = (df.len() * 16 / 64).next_power_of_two().max(16);
+        let mut filter = vec![0u64; words];
+        for &h in df.keys() {
+            let (w, bits) = filter_bits(h, words);
+            filter[w] |= bits;
         }
+        Order { df, filter }
     }
 
     /// The entries, ascending by shingle (for the recipe).
@@ -67,6 +85,10 @@ impl Order {
     }
 
     fn key(&self, h: u64) -> (u32, u64) {
+        let (w, bits) = filter_bits(h, self.filter.len());
+        if self.filter[w] & bits != bits {
+            return (0, h);
+        }
         (self.df.get(&h).copied().unwrap_or(0), h)
     }
 
@@ -80,6 +102,12 @@ impl Order {
         }
         keys.into_iter().map(|(_, h)| h).collect()
     }
+}
+
+/// The filter word of shingle `h` and its two bits in it (`words` a power of two).
+fn filter_bits(h: u64, words: usize) -> (usize, u64) {
+    let w = (h >> 12) as usize & (words - 1);
+    (w, 1 << (h & 63) | 1 << ((h >> 6) & 63))
 }
 
 /// The least overlap a set of `n` shingles has with any set at Jaccard ≥ `t` from it, ⌈t·n⌉,
