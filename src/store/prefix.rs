@@ -85,6 +85,9 @@ impl Order {
     }
 
     fn key(&self, h: u64) -> (u32, u64) {
+        if self.df.is_empty() {
+            return (0, h);
+        }
         let (w, bits) = filter_bits(h, self.filter.len());
         if self.filter[w] & bits != bits {
             return (0, h);
