@@ -414,3 +414,74 @@ fn golden_document_store_files() {
     check("v2-store.wal", &log);
     assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
 }
+
+/// A store that verifies exactly (format-spec/store.md, "Exact verification"): its recipe
+/// (version 2: the threshold and the shingle order learned from three texts), a document map
+/// of version 2 with its shingle sets, and a log with a documents record of type 4, each
+/// decoded and rewritten byte for byte.
+#[test]
+fn golden_exact_store_files() {
+    use simdex::dedup::sketch::SketchShape;
+    use simdex::dedup::verify::shingle_set;
+    use simdex::store::{DocMeta, DocSet, Recipe, docs, wal};
+    let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
+    let check = |name: &str, bytes: &[u8]| {
+        let p = dir().join(name);
+        if regen {
+            std::fs::write(&p, bytes).unwrap();
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
+    };
+    let texts = [
+        "the quick brown fox jumps over the lazy dog",
+        "the quick brown fox",
+        "a quick brown fox jumps",
+    ];
+    let recipe = Recipe::new(2, false, SketchShape::new(16, 4).unwrap(), None)
+        .unwrap()
+        .with_exact(Some(0.8))
+        .unwrap()
+        .learn_order(texts);
+    check("v2-exact.recipe", recipe.encode().as_bytes());
+    assert_eq!(
+        Recipe::decode(&std::fs::read(dir().join("v2-exact.recipe")).unwrap()).unwrap(),
+        recipe
+    );
+    let doc = |i: usize, key: Option<&str>, seq: u64| {
+        let h = recipe.hash(texts[i]);
+        assert_eq!(h.set.as_deref(), Some(&shingle_set(texts[i], 3)[..]));
+        DocMeta {
+            key: key.map(Into::into),
+            sketch: h.sketch.into(),
+            set: Some(std::sync::Arc::new(DocSet {
+                fingerprint: h.fingerprint.unwrap(),
+                seq,
+                hashes: h.set.unwrap().into(),
+            })),
+        }
+    };
+    let entries = vec![
+        (7, doc(0, None, 1)),
+        (0x1234, doc(1, Some("https://example.org/"), 2)),
+    ];
+    let (map, sets) = docs::build_bytes_with_sets(&entries, 8).unwrap();
+    check("v2-exact.docs", &map);
+    check("v2-exact.sets", &sets);
+    let m = docs::DocMap::from_bytes_with_sets(&map[..], Some(&sets[..])).unwrap();
+    m.verify().unwrap();
+    assert_eq!(m.max_seq(), 2);
+    assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
+    let fp = entries[1].1.set.as_ref().unwrap().fingerprint;
+    let rec = wal::Record::Docs(vec![wal::Put {
+        fingerprint: fp,
+        id: 0x1234,
+        replaces: false,
+        doc: entries[1].1.clone(),
+    }]);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
+    w.append(&rec).unwrap();
+    let log = std::fs::read(w.path()).unwrap();
+    check("v2-exact.wal", &log);
+    assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
+}

@@ -44,6 +44,11 @@ pub struct IngestArgs {
     /// distinct word 3-shingle of each document). For stores too large for exact data.
     #[arg(long)]
     pub estimate: bool,
+    /// Store nothing: the answers ingest would give (each document against the store and the
+    /// earlier new documents of the input), e.g. to find a test set's near-duplicates in a
+    /// training corpus. The store must exist; the input's texts are held in memory.
+    #[arg(long)]
+    pub check_only: bool,
     /// Candidates are stored fingerprints within K bits (0..=7). Default: the store's k, which
     /// for a new store is 7 with --verify (near-duplicates at Jaccard 0.95 lie up to 7 bits
     /// apart on template-heavy pages) and 3 without (docs/log/benchmarks.md, "Documents in the store").
@@ -59,9 +64,9 @@ pub struct IngestArgs {
     /// least 1000. An existing store refuses a setting other than its own.
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
     pub weights: Weights,
-    /// When creating with idf weights: learn them from the first N documents (default 10000;
-    /// 1000 to 1000000: they are held in memory until then, and checked and stored with the
-    /// frozen weights once learned, like every later one).
+    /// When creating with idf weights, or with --verify (exact: the store's shingle order):
+    /// learn them from the first N documents (default 10000; 1000 to 1000000: they are held in
+    /// memory until then, and checked and stored once learned, like every later one).
     #[arg(long, value_parser = clap::value_parser!(u64).range(MIN_LEARN_DOCS as u64..=1_000_000))]
     pub learn: Option<u64>,
     /// When creating: learn the recipe's idf weights from these documents (read like the
@@ -116,6 +121,12 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         silent_skips: false,
         spooled: Vec::new(),
     };
+    if a.check_only && !Store::is_store(&a.dir) {
+        return Err(Error::InvalidArgument(format!(
+            "--check-only checks against an existing store; {} is none",
+            a.dir.display()
+        )));
+    }
     if a.dir.exists() && !Store::is_store(&a.dir) {
         return Err(Error::InvalidArgument(format!(
             "{} exists and is not a store (no CURRENT file); ingest into a new directory",
@@ -167,10 +178,15 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             Some(v)
         }
     };
+    // A check-only run is one call over the whole input, so that its answers are ingest's.
+    let batch = match a.check_only {
+        true => usize::MAX,
+        false => a.batch as usize,
+    };
     let (mut new, mut dups, mut empty, mut again) = (0u64, 0u64, 0u64, 0u64);
     let stopped = std::cell::Cell::new(false);
     let mut run = |w: &mut dyn Write, store: &Store, docs: &[Doc]| -> Result<()> {
-        for chunk in docs.chunks(a.batch as usize) {
+        for chunk in docs.chunks(batch) {
             if crate::interrupt::signalled().is_some() {
                 stopped.set(true);
                 return Ok(());
@@ -181,7 +197,10 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                 .zip(&ids)
                 .map(|(d, id)| Document { id, text: &d.text })
                 .collect();
-            let verdicts = store.ingest(&input, &check)?;
+            let verdicts = match a.check_only {
+                true => store.check_documents(&input, &check)?,
+                false => store.ingest(&input, &check)?,
+            };
             if per_batch {
                 store.flush()?;
             }
@@ -202,7 +221,6 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         Ok(())
     };
     // Documents read before the store is created: the weights' sample (none for count).
-    let batch = a.batch as usize;
     // (An exact store learns its shingle order from the same sample.)
     let exact = a.verify.is_some() && !a.estimate;
     let learn = match (learns_idf(&a, usize::MAX) || exact, &sample) {
@@ -214,7 +232,8 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let body = |w: &mut dyn Write| -> Result<(u64, u64)> {
         // The input is read and parsed on a thread of its own, a few chunks ahead.
         std::thread::scope(|sc| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(batch.div_ceil(4096) + 2);
+            let (tx, rx) =
+                std::sync::mpsc::sync_channel::<Vec<Doc>>((a.batch as usize).div_ceil(4096) + 2);
             let reader = sc.spawn(move || {
                 read_docs(&docs, |chunk| {
                     tx.send(chunk)
@@ -270,14 +289,20 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     let store = store.expect("created above");
     store.flush()?;
     let summary = format!(
-        "{} documents: {dups} near-duplicates of stored ones, {new} new (stored), {again} \
-         already stored under their ids, {empty} without words (not stored){} into {} in {:.2?}",
+        "{} documents: {dups} near-duplicates of stored ones, {new} new ({}), {again} \
+         already stored under their ids, {empty} without words (not stored){} {} {} in {:.2?}",
         new + dups + empty + again,
+        if a.check_only {
+            "not stored: --check-only"
+        } else {
+            "stored"
+        },
         if bad > 0 {
             format!("; {bad} bad lines skipped")
         } else {
             String::new()
         },
+        if a.check_only { "against" } else { "into" },
         a.dir.display(),
         start.elapsed()
     );

@@ -165,6 +165,13 @@ fn a_killed_ingest_loses_no_acknowledged_document() {
         ))
     };
     run("calm");
+    // --verify on a new store keeps shingle sets: the kill lands on exact data.
+    assert!(
+        Store::open_read_only(d.join("calm"))
+            .unwrap()
+            .recipe()
+            .is_some_and(|r| r.exact() == Some(0.9))
+    );
     let stored = |p: &Path| -> Vec<bool> {
         let s = Store::open_read_only(p).unwrap();
         ids.iter()
@@ -248,7 +255,10 @@ fn an_interrupted_ingest_keeps_its_answers_and_a_rerun_completes_them() {
         d,
     ));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simdex"))
-        .args(["ingest", "st", "-", "--batch", "1000", "--out", "o.tsv"])
+        // (An exact store is created once it has read its first --learn documents.)
+        .args([
+            "ingest", "st", "-", "--batch", "1000", "--out", "o.tsv", "--learn", "1000",
+        ])
         .args(args)
         .current_dir(d)
         .stdin(std::process::Stdio::piped())

@@ -572,6 +572,20 @@ pub fn build_bytes(docs: &[(u64, DocMeta)], sketch_bytes: usize) -> Result<Vec<u
     Ok(w.finish()?.0.into_inner())
 }
 
+/// Build a document map of version 2 and its shingle sets in memory from ascending entries,
+/// each with a set (tests, golden vectors): (map bytes, sets bytes).
+pub fn build_bytes_with_sets(
+    docs: &[(u64, DocMeta)],
+    sketch_bytes: usize,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let mut w = DocsWriter::with_sets(std::io::Cursor::new(Vec::new()), sketch_bytes, Vec::new())?;
+    for (id, d) in docs {
+        w.add(*id, d)?;
+    }
+    let ((map, _), sets) = w.finish_with_sets()?;
+    Ok((map.into_inner(), sets.unwrap_or_default()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,7 +59,7 @@ use durability::{Durability, lock};
 use generation::Current;
 use wal::LogWriter;
 
-pub use docs::{DocMeta, MAX_KEY_BYTES};
+pub use docs::{DocMeta, DocSet, MAX_KEY_BYTES};
 pub use documents::{Document, IngestOptions, Verdict};
 pub use generation::{Generation, GenerationSummary};
 pub use keys::{DocId, KEY_SEED, KEY_WINDOW};
