@@ -448,7 +448,14 @@ def test_document_store_ingest(tmp_path: Path) -> None:
         ids.append(f"https://x.org/{i}")
     path = tmp_path / "docs"
     with simdex.Store(path, create=True, documents=True, k=7, sync="manual") as s:
-        assert s.recipe == {"shingle": 2, "html": False, "weights": "count", "sketch_bins": 512, "sketch_bits": 2}
+        assert s.recipe == {
+            "shingle": 2,
+            "html": False,
+            "weights": "count",
+            "sketch_bins": 512,
+            "sketch_bits": 2,
+            "exact": None,
+        }
         dry = s.ingest(ids, texts, verify=0.9, check_only=True)
         assert not dry["stored"].any() and s.stats()["delta_pairs"] == 0
         # Split into two calls, the second as an Arrow array: the same answers.
@@ -480,3 +487,62 @@ def test_document_store_ingest(tmp_path: Path) -> None:
         assert len(hits) >= len(planted) // 2 and all(m == i - 1 for i, m in hits)
     with simdex.Store(tmp_path / "raw", create=True) as s, pytest.raises(simdex.InvalidArgument):
         s.ingest([1], ["a b c"])
+
+
+def test_exact_document_store_equals_brute_force(tmp_path: Path) -> None:
+    """A store created with exact=T answers ingest(verify=T) as a brute-force oracle does:
+    each page against every page stored before it, exact word 3-shingle Jaccard, the most
+    similar (ties to the earliest stored) -- on a site whose siblings sit around T."""
+    rng = np.random.default_rng(4)
+    template = [f"t{x}" for x in rng.integers(0, 2000, size=120)]
+    bases = [[f"w{x}" for x in rng.integers(0, 4000, size=40)] for _ in range(30)]
+    texts, ids = [], []
+    for i in range(400):
+        words = list(bases[int(rng.integers(0, 30))])
+        for _ in range(int(rng.integers(0, 5))):
+            words[int(rng.integers(0, len(words)))] = f"w{int(rng.integers(0, 4000))}"
+        texts.append(" ".join(template + words if i % 2 else words))
+        ids.append(f"p{i}")
+
+    def shingles(t: str) -> set[str]:
+        w = t.split()
+        return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}
+
+    t = 0.85
+    stored: list[tuple[str, set[str]]] = []
+    want: list[tuple[str, float] | None] = []
+    for i, text in zip(ids, texts):
+        s = shingles(text)
+        best = None
+        for j, o in stored:
+            sim = len(s & o) / len(s | o)
+            if sim >= t and (best is None or sim > best[1]):
+                best = (j, sim)
+        want.append(best)
+        if best is None:
+            stored.append((i, s))
+    assert sum(w is not None for w in want) > 100
+    # (learn_from: IDF weights, and the shingle order of the prefixes.)
+    with simdex.Store(tmp_path / "x", create=True, documents=True, exact=0.8, learn_from=texts * 3) as s:
+        assert s.recipe["exact"] == 0.8
+        dry = s.ingest(ids, texts, verify=t, check_only=True)
+        got = s.ingest(ids[:150], texts[:150], verify=t)
+        rest = s.ingest(ids[150:], texts[150:], verify=t)
+        matched = got["matched"] + rest["matched"]
+        sims = np.concatenate([got["similarity"], rest["similarity"]])
+        assert matched == [w[0] if w else None for w in want]
+        for w, sim in zip(want, sims):
+            if w is not None:
+                assert abs(sim - w[1]) < 1e-12
+        assert dry["matched"] == matched
+        # The sets are in the log until a compaction writes them to the generation's SETS.
+        before = s.stats()["sets_bytes"]
+        s.compact()
+        assert s.stats()["sets_bytes"] > before + 8 * 30 * len(stored)
+        with pytest.raises(simdex.InvalidArgument, match="below"):
+            s.ingest(ids, texts, verify=0.7)
+    # An existing store refuses another exact threshold; a raw store refuses exact=.
+    with pytest.raises(simdex.InvalidArgument, match="exact"):
+        simdex.Store(tmp_path / "x", documents=True, exact=0.9)
+    with pytest.raises(simdex.InvalidArgument, match="documents=True"):
+        simdex.Store(tmp_path / "y", create=True, exact=0.9)
