@@ -146,6 +146,10 @@ impl Store {
             &self.opts.progress,
         )?;
         let new_gen = Arc::new(Generation::open(&self.dir, target, self.opts.populate)?);
+        // The new generation's prefix index is the old one's plus the compacted delta's (an
+        // entry of a document deleted or replaced since stays: a candidate is read back before
+        // it is compared), instead of being built again from every set on its first use.
+        new_gen.seed_prefixes(&generation, &frozen);
         let current = Current {
             version: self.read_state().current.version,
             generation: target,

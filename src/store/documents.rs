@@ -445,8 +445,9 @@ impl Store {
                 mine.same = s.fingerprint == fp && *doc.sketch == *sketch;
                 continue;
             }
-            let sim = crate::dedup::verify::jaccard(set, &s.hashes);
-            if sim >= e.t {
+            // The rule of batch verification: a size filter, then a merge that stops once the
+            // threshold is out of reach (most candidates share a prefix shingle and little else).
+            if let Some(sim) = crate::dedup::verify::verify_pair(set, &s.hashes, e.t) {
                 let d = (fp ^ s.fingerprint).count_ones();
                 out.push((sim, s.seq, d, *id, caller_id(*id, &doc)));
             }
@@ -638,7 +639,9 @@ impl Scratch {
             let Some(s) = s.as_ref().filter(|_| self.live[i] && Some(*n) != own) else {
                 continue;
             };
-            let sim = crate::dedup::verify::jaccard(set, &s.hashes);
+            let Some(sim) = crate::dedup::verify::verify_pair(set, &s.hashes, e.t) else {
+                continue;
+            };
             let c = (
                 sim,
                 s.seq,
@@ -646,7 +649,7 @@ impl Scratch {
                 *n,
                 id.clone(),
             );
-            if sim >= e.t && best.as_ref().is_none_or(|b| better(&c, b).is_lt()) {
+            if best.as_ref().is_none_or(|b| better(&c, b).is_lt()) {
                 best = Some(c);
             }
         }

@@ -231,12 +231,14 @@ def test_batch_against_a_store(spark, tmp_path: Path) -> None:
     assert {(f"t{i}", 1_000_000 + i) for i in range(20)} <= hits
 
 
-def test_batch_against_a_document_store(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("exact", [None, 0.9])
+def test_batch_against_a_document_store(spark, tmp_path: Path, exact: float | None) -> None:
+    """Sketch estimates, or (exact=0.9) the store's shingle sets: the same answers here."""
     rng = np.random.default_rng(4)
     template = " ".join(f"t{x}" for x in rng.integers(0, 3000, size=300))
     stored = [template + " " + " ".join(f"w{x}" for x in rng.integers(0, 5000, size=200)) for _ in range(60)]
     path = tmp_path / "docs"
-    with simdex.Store(path, create=True, documents=True, k=7) as st:
+    with simdex.Store(path, create=True, documents=True, k=7, exact=exact) as st:
         st.ingest([f"s{i}" for i in range(60)], stored)
     batch, want = [], {}
     for i in range(40):
@@ -257,6 +259,8 @@ def test_batch_against_a_document_store(spark, tmp_path: Path) -> None:
     with simdex.Store(path, read_only=True) as st:
         r = st.ingest([b[0] for b in batch], [b[1] for b in batch], verify=0.9, check_only=True, store_only=True)
     assert {batch[i][0]: m for i, m in enumerate(r["matched"]) if m is not None} == {**want, "b40": "s0"}
+    sims = {batch[i][0]: r["similarity"][i] for i in range(len(batch))}
+    assert all(row.similarity == sims[row.id] for row in rows)
     fps = spark.createDataFrame([(1, 5)], "id long, fp long")
     with pytest.raises(simdex.InvalidArgument, match="needs a document store"):
         ss.batch_against(fps, str(path), text_column=None, fingerprint_column="fp", verify=0.9)

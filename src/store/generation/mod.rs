@@ -16,7 +16,7 @@ use memmap2::Mmap;
 
 use super::docs::{DOCS_NAME, DocMap};
 use super::ids::IdMap;
-use super::prefix::Prefixer;
+use super::prefix::{PrefixIndex, Prefixer};
 use crate::error::{Error, Result};
 use crate::index::{Index, OpenOptions};
 
@@ -136,7 +136,7 @@ pub struct Generation {
     docs: Option<DocMap<Mmap>>,
     /// In a store that verifies exactly, the index of its documents' prefix shingles:
     /// (shingle, id) ascending, built from the shingle sets when first needed.
-    prefixes: std::sync::OnceLock<Vec<(u64, u64)>>,
+    prefixes: std::sync::OnceLock<PrefixIndex>,
     retired: AtomicBool,
 }
 
@@ -182,15 +182,25 @@ impl Generation {
                 self.prefixes.get_or_init(|| built)
             }
         };
-        let a = index.partition_point(|e| e.0 < token);
-        let b = a + index[a..].partition_point(|e| e.0 == token);
-        Ok(&index[a..b])
+        Ok(index.get(token))
     }
 
-    fn build_prefixes(&self, p: &Prefixer) -> Result<Vec<(u64, u64)>> {
+    /// Give this generation the prefix index of `older` (if it was built) with `layer`'s
+    /// entries added: what a compaction of `layer` onto `older` holds.
+    pub(crate) fn seed_prefixes(&self, older: &Generation, layer: &super::delta::Layer) {
+        let Some(old) = older.prefixes.get() else {
+            return;
+        };
+        let mut v: Vec<(u64, u64)> = Vec::with_capacity(old.entries().len() + layer.token_count());
+        v.extend_from_slice(old.entries());
+        v.extend(layer.token_pairs());
+        let _ = self.prefixes.set(PrefixIndex::new(v));
+    }
+
+    fn build_prefixes(&self, p: &Prefixer) -> Result<PrefixIndex> {
         use rayon::prelude::*;
         let Some(docs) = &self.docs else {
-            return Ok(Vec::new());
+            return Ok(PrefixIndex::default());
         };
         // A few thousand documents' sets at a time, their prefixes on all cores.
         let mut v: Vec<(u64, u64)> = Vec::new();
@@ -210,9 +220,7 @@ impl Generation {
                 toks.into_iter().map(move |t| (t, *id))
             }));
         }
-        v.par_sort_unstable();
-        v.shrink_to_fit();
-        Ok(v)
+        Ok(PrefixIndex::new(v))
     }
 
     /// The generation number.
