@@ -1,7 +1,9 @@
 //! Documents in, verified answers out: the document-level operations of a document store
 //! (one created with a [`Recipe`]). "Is this new?" for each document, against everything
 //! stored before it — including earlier documents of the same call — decided by fingerprints
-//! within k and, with verification, by the stored sketches' Jaccard estimate.
+//! within k and, with verification, by the stored sketches' Jaccard estimate; or, in a store
+//! that keeps shingle sets, by exact Jaccard over every stored document sharing a prefix
+//! shingle (`super::prefix`).
 //!
 //! Data path of [`Store::ingest`], a chunk of documents at a time:
 //!
@@ -48,8 +50,10 @@ pub struct Document<'a> {
 pub struct IngestOptions {
     /// Candidates are stored fingerprints within this distance (`None`: the store's k).
     pub k: Option<u32>,
-    /// Verification: a candidate is a duplicate only if its estimated Jaccard similarity of
-    /// word 3-shingles is at least this (`None`: every candidate is).
+    /// Verification: a duplicate must have Jaccard similarity of word 3-shingles at least this
+    /// with its match (`None`: every candidate within k is one). Exact in a store that keeps
+    /// shingle sets ([`Recipe::with_exact`], at or above its threshold: then every stored
+    /// document is a candidate, whatever k), else the sketches' estimate.
     pub verify: Option<f64>,
     /// Compare each document with the stored ones only, not with the earlier new documents of
     /// the same call (for callers that dedup the batch themselves, such as the Spark job's
@@ -85,7 +89,8 @@ pub enum Verdict {
     Duplicate {
         /// The stored document's id.
         id: DocId,
-        /// Estimated Jaccard similarity of word 3-shingles (the sketches').
+        /// Jaccard similarity of word 3-shingles: exact in a store that keeps shingle sets,
+        /// else the sketches' estimate.
         similarity: f64,
         /// Hamming distance of the fingerprints.
         distance: u32,
