@@ -65,8 +65,9 @@ pub struct IngestArgs {
     #[arg(long, value_enum, default_value_t = Weights::Auto)]
     pub weights: Weights,
     /// When creating with idf weights, or with --verify (exact: the store's shingle order):
-    /// learn them from the first N documents (default 10000; 1000 to 1000000: they are held in
-    /// memory until then, and checked and stored once learned, like every later one).
+    /// learn them from the first N documents (default 10000; for the order 100000; 1000 to
+    /// 1000000, and at most 256 MiB of text: they are held in memory until then, and checked
+    /// and stored once learned, like every later one).
     #[arg(long, value_parser = clap::value_parser!(u64).range(MIN_LEARN_DOCS as u64..=1_000_000))]
     pub learn: Option<u64>,
     /// When creating: learn the recipe's idf weights from these documents (read like the
@@ -240,10 +241,16 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                         .map_err(|_| Error::InvalidArgument("ingest stopped".into()))
                 })
             });
+            let mut held = 0usize;
             let checked = || -> Result<()> {
                 for chunk in rx {
+                    if store.is_none() {
+                        held += chunk.iter().map(|d| d.text.len()).sum::<usize>();
+                    }
                     learning.extend(chunk);
-                    if store.is_none() && learning.len() >= learn {
+                    // The sample is the first --learn documents, or fewer once their texts take
+                    // SAMPLE_BYTES (it is held in memory until the store exists).
+                    if store.is_none() && (learning.len() >= learn || held >= SAMPLE_BYTES) {
                         store = Some(create(&a, &opts, sample.as_deref().unwrap_or(&learning))?);
                     }
                     if let Some(s) = &store
@@ -385,10 +392,22 @@ fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
     Ok(s)
 }
 
-/// The number of documents idf weights are learned from.
+/// The number of documents idf weights (or an exact store's shingle order) are learned from.
+/// An exact store's default is larger: a sample of 100 000 documents orders its prefixes well
+/// enough that a million-document store checks a tenth of the candidates that 10 000 leave
+/// (docs/log/benchmarks.md, "Exact online verification"), for the same answers.
 fn learn_docs(a: &IngestArgs) -> usize {
-    a.learn.unwrap_or(LEARN_DOCS as u64) as usize
+    let exact = a.verify.is_some() && !a.estimate;
+    a.learn.unwrap_or(match exact {
+        true => LEARN_ORDER_DOCS,
+        false => LEARN_DOCS as u64,
+    }) as usize
 }
+
+/// An exact store's default sample (see [`learn_docs`]).
+const LEARN_ORDER_DOCS: u64 = 100_000;
+/// The most bytes of text a creating run holds as its sample.
+const SAMPLE_BYTES: usize = 256 << 20;
 
 /// The most documents of --learn-from that weights are learned from (--learn, else 1000000).
 fn sample_cap(a: &IngestArgs) -> usize {
@@ -464,8 +483,16 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
             ),
             None => "count".into(),
         };
+        let exact = match recipe.exact() {
+            Some(t) => format!(
+                "; exact at jaccard {t} and above: shingle sets kept, their order learned from \
+                 {} documents",
+                sample.len().min(learn_docs(a))
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "created document store {} (k = {k}, {shingle}-shingles, weights {weights})",
+            "created document store {} (k = {k}, {shingle}-shingles, weights {weights}{exact})",
             a.dir.display(),
         );
     }

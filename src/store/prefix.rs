@@ -43,14 +43,18 @@ impl Order {
     /// The order learned from `sets` (each a document's shingle set): the shingles in two
     /// documents or more, at most [`MAX_ORDER`] of the most frequent (ties: smaller hash).
     pub fn learn<'a>(sets: impl IntoIterator<Item = &'a [u64]>) -> Order {
-        let mut df: HashMap<u64, u32> = HashMap::new();
-        for s in sets {
-            for &h in s {
-                *df.entry(h).or_insert(0) += 1;
-            }
-        }
-        let mut v: Vec<(u32, u64)> = df.into_iter().filter(|e| e.1 >= 2).map(|(h, n)| (n, h)).collect();
-        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        use rayon::prelude::*;
+        // Every set's shingles sorted together (on all cores): a shingle's run is its
+        // frequency. (A hash table of millions of shingles missed the cache at every count.)
+        let mut all: Vec<u64> = sets.into_iter().flatten().copied().collect();
+        all.par_sort_unstable();
+        let mut v: Vec<(u32, u64)> = all
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() >= 2)
+            .map(|run| (run.len().min(u32::MAX as usize) as u32, run[0]))
+            .collect();
+        drop(all);
+        v.par_sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         v.truncate(MAX_ORDER);
         Order::from_entries(v.into_iter().map(|(n, h)| (h, n)))
     }

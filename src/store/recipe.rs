@@ -163,9 +163,17 @@ impl Recipe {
         if self.exact.is_none() {
             return self;
         }
-        let sets: Vec<Vec<u64>> = sample
-            .into_iter()
-            .filter_map(|t| self.hash(t).set)
+        use rayon::prelude::*;
+        let texts: Vec<&str> = sample.into_iter().collect();
+        let sets: Vec<Vec<u64>> = texts
+            .par_iter()
+            .map(|t| {
+                crate::dedup::verify::shingle_set_with(
+                    &self.visible(t),
+                    TRUTH_SHINGLE,
+                    crate::dedup::verify::Tokens::Unicode,
+                )
+            })
             .collect();
         self.order = Arc::new(Order::learn(sets.iter().map(Vec::as_slice)));
         self
