@@ -190,6 +190,41 @@ fn online_answers_equal_the_brute_force_oracle() {
     assert_eq!(compared, 16);
 }
 
+/// A document with more distinct shingles than a set may hold is refused with its id before
+/// anything of its call is logged (a log holding it would not open again), and the store opens.
+#[test]
+fn a_document_beyond_the_set_bound_is_refused_before_it_is_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = exact_store(dir.path(), 0.9, &[]);
+    let huge: String = (0..simdex::store::sets::MAX_SET_LEN + 3)
+        .map(|i| format!("w{i} "))
+        .collect();
+    let ids = [DocId::parse("small"), DocId::parse("huge")];
+    let docs = [
+        Document {
+            id: &ids[0],
+            text: "a small page of a few words",
+        },
+        Document {
+            id: &ids[1],
+            text: &huge,
+        },
+    ];
+    let err = store
+        .ingest(&docs, &IngestOptions::default().with_verify(Some(0.9)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("huge") && err.contains("at most"), "{err}");
+    store.close().unwrap();
+    let store = Store::open(dir.path().join("st"), &StoreOptions::default()).unwrap();
+    store.verify().unwrap();
+    assert_eq!(
+        store.stats().delta_pairs,
+        0,
+        "nothing of the refused chunk was logged"
+    );
+}
+
 /// Answers stay exact across compaction, reopening, a second run over new pages and a
 /// re-crawl (a stored page changed under its id is never its own duplicate); a threshold
 /// below the store's is refused.

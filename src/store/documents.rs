@@ -358,6 +358,12 @@ impl Store {
                     })
                 }),
             };
+            // What no compaction could write (a set beyond the store's bound) is refused before
+            // it is logged: a log holding it would not open again.
+            if let Some(set) = &meta.set {
+                super::sets::check_set(&set.hashes)
+                    .map_err(|e| Error::InvalidArgument(format!("document {}: {e}", d.id)))?;
+            }
             scratch.put(fp, n, d.id.clone(), &meta);
             puts.push(Put {
                 fingerprint: fp,
