@@ -258,28 +258,18 @@ fn answers_stay_exact_across_compaction_reopening_and_recrawls() {
     let id = DocId::parse(&docs[0].0);
     let changed = format!("{} and one more sentence", docs[0].1);
     let opts = IngestOptions::default().with_verify(Some(0.8));
-    let v = store
-        .ingest(
-            &[Document {
-                id: &id,
-                text: &changed,
-            }],
-            &opts,
-        )
-        .unwrap();
+    let recrawl = || {
+        let doc = Document {
+            id: &id,
+            text: &changed,
+        };
+        store.ingest(&[doc], &opts).unwrap().remove(0)
+    };
+    let v = recrawl();
     assert!(
-        !matches!(&v[0], Verdict::Duplicate { id: m, .. } if *m == id),
+        !matches!(&v, Verdict::Duplicate { id: m, .. } if *m == id),
         "{v:?}"
     );
-    let v = store
-        .ingest(
-            &[Document {
-                id: &id,
-                text: &changed,
-            }],
-            &opts,
-        )
-        .unwrap();
-    assert_eq!(v[0], Verdict::AlreadyStored);
+    assert_eq!(recrawl(), Verdict::AlreadyStored);
     store.verify().unwrap();
 }

@@ -157,6 +157,15 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("format-spec/vectors")
 }
 
+/// Compare `bytes` with the vector file `name` (with `SIMDEX_REGEN_VECTORS` set, write it first).
+fn check(name: &str, bytes: &[u8]) {
+    let p = dir().join(name);
+    if std::env::var_os("SIMDEX_REGEN_VECTORS").is_some() {
+        std::fs::write(&p, bytes).unwrap();
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
+}
+
 fn read_keys(name: &str) -> Vec<u64> {
     let text = std::fs::read_to_string(dir().join(format!("{name}.keys"))).unwrap();
     text.lines()
@@ -355,14 +364,6 @@ fn golden_document_store_files() {
     use simdex::dedup::sketch::SketchShape;
     use simdex::dedup::verify::shingle_set;
     use simdex::store::{DocMeta, Recipe, docs, wal};
-    let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
-    let check = |name: &str, bytes: &[u8]| {
-        let p = dir().join(name);
-        if regen {
-            std::fs::write(&p, bytes).unwrap();
-        }
-        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
-    };
     let texts = [
         "the quick brown fox jumps over the lazy dog",
         "the quick brown fox",
@@ -424,14 +425,6 @@ fn golden_exact_store_files() {
     use simdex::dedup::sketch::SketchShape;
     use simdex::dedup::verify::shingle_set;
     use simdex::store::{DocMeta, DocSet, Recipe, docs, wal};
-    let regen = std::env::var_os("SIMDEX_REGEN_VECTORS").is_some();
-    let check = |name: &str, bytes: &[u8]| {
-        let p = dir().join(name);
-        if regen {
-            std::fs::write(&p, bytes).unwrap();
-        }
-        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
-    };
     let texts = [
         "the quick brown fox jumps over the lazy dog",
         "the quick brown fox",
