@@ -166,6 +166,24 @@ fn check(name: &str, bytes: &[u8]) {
     assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}");
 }
 
+/// Log 0 holding one documents record that puts `doc` under id 0x1234 with fingerprint `fp`,
+/// as a writer frames it: compared with the vector file `name`, and parsed back.
+fn check_log_of_one_put(name: &str, fp: u64, doc: &simdex::store::DocMeta) {
+    use simdex::store::wal;
+    let rec = wal::Record::Docs(vec![wal::Put {
+        fingerprint: fp,
+        id: 0x1234,
+        replaces: false,
+        doc: doc.clone(),
+    }]);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
+    w.append(&rec).unwrap();
+    let log = std::fs::read(w.path()).unwrap();
+    check(name, &log);
+    assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
+}
+
 fn read_keys(name: &str) -> Vec<u64> {
     let text = std::fs::read_to_string(dir().join(format!("{name}.keys"))).unwrap();
     text.lines()
@@ -363,7 +381,7 @@ fn golden_store_log_and_id_map() {
 fn golden_document_store_files() {
     use simdex::dedup::sketch::SketchShape;
     use simdex::dedup::verify::shingle_set;
-    use simdex::store::{DocMeta, Recipe, docs, wal};
+    use simdex::store::{DocMeta, Recipe, docs};
     let texts = [
         "the quick brown fox jumps over the lazy dog",
         "the quick brown fox",
@@ -401,19 +419,11 @@ fn golden_document_store_files() {
     m.verify().unwrap();
     assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
 
-    let fp = recipe.hash(texts[1]).fingerprint.unwrap();
-    let rec = wal::Record::Docs(vec![wal::Put {
-        fingerprint: fp,
-        id: 0x1234,
-        replaces: false,
-        doc: entries[1].1.clone(),
-    }]);
-    let tmp = tempfile::tempdir().unwrap();
-    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
-    w.append(&rec).unwrap();
-    let log = std::fs::read(w.path()).unwrap();
-    check("v2-store.wal", &log);
-    assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
+    check_log_of_one_put(
+        "v2-store.wal",
+        recipe.hash(texts[1]).fingerprint.unwrap(),
+        &entries[1].1,
+    );
 }
 
 /// A store that verifies exactly (format-spec/store.md, "Exact verification"): its recipe
@@ -424,7 +434,7 @@ fn golden_document_store_files() {
 fn golden_exact_store_files() {
     use simdex::dedup::sketch::SketchShape;
     use simdex::dedup::verify::shingle_set;
-    use simdex::store::{DocMeta, DocSet, Recipe, docs, wal};
+    use simdex::store::{DocMeta, DocSet, Recipe, docs};
     let texts = [
         "the quick brown fox jumps over the lazy dog",
         "the quick brown fox",
@@ -464,17 +474,9 @@ fn golden_exact_store_files() {
     m.verify().unwrap();
     assert_eq!(m.max_seq(), 2);
     assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
-    let fp = entries[1].1.set.as_ref().unwrap().fingerprint;
-    let rec = wal::Record::Docs(vec![wal::Put {
-        fingerprint: fp,
-        id: 0x1234,
-        replaces: false,
-        doc: entries[1].1.clone(),
-    }]);
-    let tmp = tempfile::tempdir().unwrap();
-    let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
-    w.append(&rec).unwrap();
-    let log = std::fs::read(w.path()).unwrap();
-    check("v2-exact.wal", &log);
-    assert_eq!(wal::parse(&log, 0).unwrap().records, vec![rec]);
+    check_log_of_one_put(
+        "v2-exact.wal",
+        entries[1].1.set.as_ref().unwrap().fingerprint,
+        &entries[1].1,
+    );
 }
