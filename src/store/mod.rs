@@ -25,6 +25,7 @@
 
 mod blocks;
 mod buckets;
+mod candidate;
 mod compact;
 internal_mod!(delta);
 internal_mod!(docs);
@@ -43,6 +44,7 @@ internal_mod!(prefix);
 internal_mod!(storage);
 mod query;
 mod recipe;
+mod scratch;
 internal_mod!(sets);
 mod varint;
 internal_mod!(wal);
