@@ -273,3 +273,130 @@ fn answers_stay_exact_across_compaction_reopening_and_recrawls() {
     assert_eq!(recrawl(), Verdict::AlreadyStored);
     store.verify().unwrap();
 }
+
+/// Many small compactions append to the shingle sets (their records stay put, replaced pages'
+/// become dead bytes); expiry by time deletes exactly the pages stored before it; an explicit
+/// compaction then rewrites the sets to what a store ingested fresh with the survivors holds;
+/// and later answers equal the oracle's over the survivors.
+#[test]
+fn expiry_deletes_what_was_stored_before_and_compaction_reclaims_it() {
+    use simdex::store::Expiry;
+    let docs = corpus(500, 21);
+    let (old, new) = docs.split_at(300);
+    let dir = tempfile::tempdir().unwrap();
+    let store = exact_store(dir.path(), 0.8, &docs[..100]);
+    store.close().unwrap();
+    // A delta of a few dozen pages: a compaction every call or two.
+    let opts = StoreOptions::default()
+        .with_sync(SyncPolicy::Manual)
+        .with_max_delta(60);
+    let store = Store::open(dir.path().join("st"), &opts).unwrap();
+    let first = run(&store, &old[..150], &[40], 0.8, false);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let cut = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let second = run(&store, &old[150..], &[40], 0.8, false);
+    assert!(store.counters().compactions >= 3, "{:?}", store.counters());
+    let both: Vec<Verdict> = first.iter().chain(&second).cloned().collect();
+    assert_eq!(answers(&both), oracle(old, 0.8));
+    // A re-crawl of a page of the second half: its old record is dead from then on.
+    let survivor = (150..300)
+        .find(|&i| second[i - 150] == Verdict::New)
+        .unwrap();
+    let recrawled = format!("{} and a changed footer", old[survivor].1);
+    let id = DocId::parse(&old[survivor].0);
+    let page = Document {
+        id: &id,
+        text: &recrawled,
+    };
+    let v = store
+        .ingest(&[page], &IngestOptions::default().with_verify(Some(0.8)))
+        .unwrap();
+    store.compact().unwrap();
+    let s = store.stats();
+    assert!(s.sets_live_bytes < s.sets_bytes - 16, "{s:?}");
+
+    let stored_first = first.iter().filter(|v| **v == Verdict::New).count() as u64;
+    assert!(stored_first > 20, "{stored_first}");
+    assert_eq!(
+        store.expire(Expiry::StoredBefore(cut)).unwrap(),
+        stored_first
+    );
+    assert_eq!(store.expire(Expiry::StoredBefore(cut)).unwrap(), 0);
+    store.compact().unwrap();
+    let s = store.stats();
+    assert_eq!(s.sets_bytes, s.sets_live_bytes + 16, "rewritten: {s:?}");
+
+    // The survivors, as stored (the re-crawled page last, changed).
+    let mut survivors: Vec<(String, String)> = (150..300)
+        .filter(|&i| second[i - 150] == Verdict::New && i != survivor)
+        .map(|i| old[i].clone())
+        .collect();
+    if v[0] == Verdict::New {
+        survivors.push((old[survivor].0.clone(), recrawled.clone()));
+    }
+    assert_eq!(store.stats().documents, survivors.len() as u64);
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = exact_store(fresh_dir.path(), 0.8, &docs[..100]);
+    let again = run(&fresh, &survivors, &[64], 0.8, false);
+    assert!(again.iter().all(|v| *v == Verdict::New));
+    fresh.compact().unwrap();
+    assert_eq!(fresh.stats().sets_bytes, s.sets_bytes);
+    let (a, b) = (fresh.stats(), s);
+    let size = |s: &simdex::store::StoreStats| {
+        s.sets_bytes + s.doc_map_bytes + s.table_bytes + s.id_map_bytes
+    };
+    assert!(size(&b) as f64 <= 1.05 * size(&a) as f64, "{a:?} / {b:?}");
+
+    // Later pages are answered against the survivors only, exactly.
+    let mut list = survivors.clone();
+    list.extend_from_slice(new);
+    let want = oracle(&list, 0.8);
+    let got = answers(&run(&store, new, &[33], 0.8, false));
+    assert_eq!(got, want[survivors.len()..]);
+    // Expiry by seq: everything stored so far.
+    store.compact().unwrap();
+    let all = store.stats().documents;
+    let next = store.stats().max_seq + 1;
+    assert_eq!(store.expire(Expiry::SeqBelow(next)).unwrap(), all);
+    store.compact().unwrap();
+    assert_eq!(store.stats().documents, 0);
+    store.verify().unwrap();
+}
+
+/// What a compaction that failed (or lost power) while appending leaves at the end of the
+/// shared sets file is dead bytes: the store opens and verifies, the next compaction appends
+/// after them, and answers stay exact.
+#[test]
+fn a_torn_append_to_the_sets_is_dead_bytes() {
+    use std::io::Write;
+    let docs = corpus(300, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let store = exact_store(dir.path(), 0.8, &docs[..100]);
+    let mut got = run(&store, &docs[..150], &[50], 0.8, false);
+    store.compact().unwrap();
+    let gen_dir = store.generation().dir().to_path_buf();
+    store.close().unwrap();
+    let garbage: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(gen_dir.join("SETS"))
+        .unwrap();
+    f.write_all(&garbage).unwrap();
+    drop(f);
+    let store = Store::open(
+        dir.path().join("st"),
+        &StoreOptions::default().with_sync(SyncPolicy::Manual),
+    )
+    .unwrap();
+    store.verify().unwrap();
+    got.extend(run(&store, &docs[150..], &[50], 0.8, false));
+    store.compact().unwrap();
+    let s = store.stats();
+    assert!(s.sets_bytes >= s.sets_live_bytes + 16 + 1000, "{s:?}");
+    store.verify().unwrap();
+    assert_eq!(answers(&got), oracle(&docs, 0.8));
+}

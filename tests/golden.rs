@@ -459,6 +459,8 @@ fn golden_exact_store_files() {
             set: Some(std::sync::Arc::new(DocSet {
                 fingerprint: h.fingerprint.unwrap(),
                 seq,
+                // 2026-12-06 00:00:00 UTC, plus a second per seq.
+                time: 1_796_515_200_000 + 1000 * seq,
                 hashes: h.set.unwrap().into(),
             })),
         }
@@ -473,6 +475,7 @@ fn golden_exact_store_files() {
     let m = docs::DocMap::from_bytes_with_sets(&map[..], Some(&sets[..])).unwrap();
     m.verify().unwrap();
     assert_eq!(m.max_seq(), 2);
+    assert_eq!(m.sets_live(), sets.len() as u64 - 16);
     assert_eq!(m.get(0x1234).unwrap(), Some(entries[1].1.clone()));
     check_log_of_one_put(
         "v2-exact.wal",

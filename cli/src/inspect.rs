@@ -103,7 +103,7 @@ fn store_stats(a: StatsArgs) -> Result<()> {
         crate::outln!(
             "{{\"generation\":{},\"design\":\"{}\",\"k\":{},\"fingerprints\":{},\"pairs\":{},\
              \"delta_pairs\":{},\"delta_deletes\":{},\"table_bytes\":{},\"id_map_bytes\":{},\"log_bytes\":{},\
-             \"documents\":{},\"doc_map_bytes\":{},\"sets_bytes\":{}}}",
+             \"documents\":{},\"doc_map_bytes\":{},\"sets_bytes\":{},\"sets_live_bytes\":{},\"max_seq\":{}}}",
             s.generation,
             s.design,
             s.k,
@@ -116,7 +116,9 @@ fn store_stats(a: StatsArgs) -> Result<()> {
             s.log_bytes,
             s.documents,
             s.doc_map_bytes,
-            s.sets_bytes
+            s.sets_bytes,
+            s.sets_live_bytes,
+            s.max_seq
         )?;
         return Ok(());
     }
@@ -156,12 +158,19 @@ fn store_stats(a: StatsArgs) -> Result<()> {
             r.sketch_shape().bits()
         )?;
         match r.exact() {
-            Some(t) => crate::outln!(
-                "shingle sets     {} ({:.2} bytes per document): verification at {t} or above is \
-                 exact",
-                human_bytes(s.sets_bytes as f64),
-                s.sets_bytes as f64 / s.documents.max(1) as f64
-            )?,
+            Some(t) => {
+                crate::outln!(
+                    "shingle sets     {} ({:.2} bytes per document; {} dead, reclaimed by \
+                     compaction): verification at {t} or above is exact",
+                    human_bytes(s.sets_bytes as f64),
+                    s.sets_bytes as f64 / s.documents.max(1) as f64,
+                    human_bytes(s.sets_bytes.saturating_sub(16 + s.sets_live_bytes) as f64)
+                )?;
+                crate::outln!(
+                    "seq              {} (of the latest document stored; `delete --before-seq`)",
+                    s.max_seq
+                )?;
+            }
             None => crate::outln!(
                 "shingle sets     none: verification compares sketches (an estimate)"
             )?,

@@ -63,7 +63,7 @@ enum Command {
     Idf(idf_cmd::IdfArgs),
     /// Insert (fingerprint, document id) pairs into a store (created if missing).
     Insert(store_cmd::InsertArgs),
-    /// Delete every pair of some document ids from a store.
+    /// Delete every pair of some document ids from a store, or every document stored before a time or seq (expiry).
     Delete(store_cmd::DeleteArgs),
     /// Fold a store's logged writes into a new generation of tables.
     Compact(store_cmd::CompactArgs),

@@ -146,6 +146,15 @@ pub struct DeleteArgs {
     /// Ids with no stored document are passed over and counted.
     #[arg(long, conflicts_with = "ids")]
     pub keys: Option<PathBuf>,
+    /// Instead of ids: every document stored more than this long ago (`90d`, `12h`, `30m`,
+    /// `45s`), in a document store created with --verify (which records when each was
+    /// stored). `simdex compact` then reclaims their space.
+    #[arg(long, value_parser = parse_age, conflicts_with_all = ["ids", "keys", "before_seq"])]
+    pub older_than: Option<u64>,
+    /// Instead of ids: every document numbered below N (documents are numbered 1, 2, ... as
+    /// they are stored; `simdex stats` shows the latest), in such a store.
+    #[arg(long, value_name = "N", conflicts_with_all = ["ids", "keys"])]
+    pub before_seq: Option<u64>,
     #[command(flatten)]
     pub open: OpenArgs,
 }
@@ -269,6 +278,28 @@ pub fn insert(a: InsertArgs) -> Result<()> {
 pub fn delete(a: DeleteArgs) -> Result<()> {
     if let Some(keys) = &a.keys {
         return delete_keys(&a, keys);
+    }
+    let expiry = match (a.older_than, a.before_seq) {
+        (Some(ms), _) => Some(simdex::store::Expiry::StoredBefore(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+                .saturating_sub(ms),
+        )),
+        (_, Some(s)) => Some(simdex::store::Expiry::SeqBelow(s)),
+        _ => None,
+    };
+    if let Some(e) = expiry {
+        let store = a.open.open(&a.dir)?;
+        let n = store.expire(e)?;
+        store.flush()?;
+        if !a.open.quiet {
+            eprintln!(
+                "deleted {n} documents from {} (`simdex compact` reclaims their space)",
+                a.dir.display()
+            );
+        }
+        return Ok(());
     }
     // Every id is checked before any is deleted (as for insert).
     let input = Replayable::open(&a.ids, &crate::spool::beside(&a.dir))?;
@@ -415,4 +446,26 @@ pub fn rebuild(a: RebuildArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// An age as milliseconds: a whole number with a unit, `d`, `h`, `m`, `s` or `ms`.
+fn parse_age(s: &str) -> std::result::Result<u64, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let ms: u64 = match unit {
+        "d" => 86_400_000,
+        "h" => 3_600_000,
+        "m" => 60_000,
+        "s" => 1000,
+        "ms" => 1,
+        _ => {
+            return Err(format!(
+                "{s:?}: a whole number and a unit (d, h, m, s or ms), as 90d"
+            ));
+        }
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(ms))
+        .ok_or_else(|| format!("{s:?}: a whole number and a unit (d, h, m, s or ms), as 90d"))
 }

@@ -1,9 +1,9 @@
 //! The block layout the id map (`IDS`) and the document map (`DOCS`) share
-//! (`format-spec/store.md`): a 48-byte header, fixed-size blocks of entries, and a footer of
-//! each block's first key.
+//! (`format-spec/store.md`): a header (48 bytes, 56 for a document map of version 2),
+//! fixed-size blocks of entries, and a footer of each block's first key.
 //!
 //! ```text
-//! header (48 B) | block 0 | block 1 | ... | first key of each block (8 B each) | crc32
+//! header | block 0 | block 1 | ... | first key of each block (8 B each) | crc32
 //! block: count u32 | used u32 | entry stream | zero padding | crc32 (salted by the block offset)
 //! ```
 //!
@@ -17,7 +17,7 @@ use crate::checksum::Checked;
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
 
-/// Header length of both maps.
+/// Header length of the id map and of a document map of version 1.
 pub const HEADER_LEN: usize = 48;
 /// Per-block overhead: count, used length, crc.
 pub const BLOCK_OVERHEAD: usize = 12;
@@ -28,6 +28,7 @@ pub struct BlockWriter<W: Write + Seek> {
     w: W,
     /// What an I/O error was doing ("write id map").
     op: &'static str,
+    header_len: usize,
     block_size: usize,
     blocks: u64,
     block: Vec<u8>,
@@ -42,12 +43,13 @@ impl<W: Write + Seek> BlockWriter<W> {
         mut w: W,
         op: &'static str,
         block_size: u32,
-        header: &[u8; HEADER_LEN],
+        header: &[u8],
     ) -> Result<BlockWriter<W>> {
         w.write_all(header).map_err(|e| Error::io(None, op, e))?;
         Ok(BlockWriter {
             w,
             op,
+            header_len: header.len(),
             block_size: block_size as usize,
             blocks: 0,
             block: Vec::with_capacity(block_size as usize),
@@ -81,7 +83,7 @@ impl<W: Write + Seek> BlockWriter<W> {
             return Ok(());
         }
         let bs = self.block_size;
-        let offset = HEADER_LEN as u64 + self.blocks * bs as u64;
+        let offset = (self.header_len + self.blocks as usize * bs) as u64;
         let used = (self.block.len() - 8) as u32;
         LE::write_u32(&mut self.block[0..4], self.count);
         LE::write_u32(&mut self.block[4..8], used);
@@ -97,12 +99,12 @@ impl<W: Write + Seek> BlockWriter<W> {
     }
 
     /// Write the open block, then the first-key footer, then `header(blocks)` over the
-    /// placeholder; the writer, positioned at the end.
-    pub fn finish(mut self, header: impl FnOnce(u64) -> [u8; HEADER_LEN]) -> Result<W> {
+    /// placeholder (as long as it); the writer, positioned at the end.
+    pub fn finish<H: AsRef<[u8]>>(mut self, header: impl FnOnce(u64) -> H) -> Result<W> {
         self.flush()?;
         let op = self.op;
         let io = |e| Error::io(None, op, e);
-        let foff = HEADER_LEN as u64 + self.blocks * self.block_size as u64;
+        let foff = self.header_len as u64 + self.blocks * self.block_size as u64;
         let mut footer = Vec::with_capacity(self.firsts.len() * 8 + 4);
         for k in &self.firsts {
             footer.extend_from_slice(&k.to_le_bytes());
@@ -112,17 +114,21 @@ impl<W: Write + Seek> BlockWriter<W> {
         self.w.write_all(&footer).map_err(io)?;
         let end = foff + footer.len() as u64;
         self.w.seek(SeekFrom::Start(0)).map_err(io)?;
-        self.w.write_all(&header(self.blocks)).map_err(io)?;
+        let header = header(self.blocks);
+        debug_assert_eq!(header.as_ref().len(), self.header_len);
+        self.w.write_all(header.as_ref()).map_err(io)?;
         self.w.seek(SeekFrom::Start(end)).map_err(io)?;
         self.w.flush().map_err(io)?;
         Ok(self.w)
     }
 }
 
-/// Check a map's length for `blocks` blocks of `block_size` bytes and read its footer of first
-/// keys (crc checked, ascending; `strict`: no two equal). `key` names the keys in errors.
+/// Check a map's length for a header of `header_len` bytes and `blocks` blocks of
+/// `block_size` bytes, and read its footer of first keys (crc checked, ascending; `strict`: no
+/// two equal). `key` names the keys in errors.
 pub fn read_footer(
     b: &[u8],
+    header_len: usize,
     what: &str,
     key: &str,
     block_size: u32,
@@ -132,7 +138,7 @@ pub fn read_footer(
     let bs = u64::from(block_size);
     let expected = blocks
         .checked_mul(bs + 8)
-        .and_then(|x| x.checked_add(HEADER_LEN as u64 + 4));
+        .and_then(|x| x.checked_add(header_len as u64 + 4));
     if expected != Some(b.len() as u64) {
         return Err(Error::corrupt(
             format!("{what} length"),
@@ -144,7 +150,7 @@ pub fn read_footer(
             format!("{} bytes", b.len()),
         ));
     }
-    let foff = HEADER_LEN + (blocks * bs) as usize;
+    let foff = header_len + (blocks * bs) as usize;
     check_crc(
         || format!("{what} first-{key} array crc32"),
         foff as u64,
@@ -168,16 +174,18 @@ pub fn read_footer(
     Ok(firsts)
 }
 
-/// Block `i` of a map: its crc checked, (entry count ≥ 1, entry stream, file offset).
+/// Block `i` of a map whose header has `header_len` bytes: its crc checked, (entry count ≥ 1,
+/// entry stream, file offset).
 pub fn read_block<'a>(
     b: &'a [u8],
+    header_len: usize,
     what: &str,
     block_size: u32,
     i: usize,
     checked: &Checked,
 ) -> Result<(u32, &'a [u8], u64)> {
     let bs = block_size as usize;
-    let off = HEADER_LEN + i * bs;
+    let off = header_len + i * bs;
     let blk = &b[off..off + bs];
     let first_read = !checked.is_set(i as u64);
     if first_read {

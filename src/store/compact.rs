@@ -12,6 +12,13 @@ use super::open::{log_numbers, perms_of};
 use super::storage::OsStorage;
 use super::wal::{self, LogWriter};
 use super::*;
+
+/// The dead bytes an automatic compaction leaves in a generation's shingle sets, as a fraction
+/// of the live ones, before it rewrites them: a store of re-crawled pages rewrites its sets
+/// about once per quarter of them replaced, and is at most a quarter larger meanwhile.
+const AUTO_SETS_SLACK: f64 = 0.25;
+/// The same for an explicit [`Store::compact`] (after an expiry, say): space is reclaimed.
+const SETS_SLACK: f64 = 0.02;
 use crate::codec::Codec;
 use crate::error::{Error, Result};
 
@@ -39,6 +46,7 @@ impl Store {
             block_size: block_size.or(self.read_state().current.block_size),
             sketch_bytes: self.generation().docs().map(|d| d.sketch_bytes()),
             sets: self.generation().docs().is_some_and(|d| d.has_sets()),
+            sets_slack: None,
         };
         self.compact_with(Some(layout), false)?
             .ok_or_else(|| Error::InvalidArgument("rebuild wrote nothing".into()))
@@ -128,13 +136,20 @@ impl Store {
         };
         let layout = match relayout {
             Some(l) => l,
-            None => generation.layout(self.read_state().current.block_size),
+            None => Layout {
+                sets_slack: Some(if only_if_full {
+                    AUTO_SETS_SLACK
+                } else {
+                    SETS_SLACK
+                }),
+                ..generation.layout(self.read_state().current.block_size)
+            },
         };
         let out = self.dir.join(generation::dir_name(target));
         if out.exists() {
             std::fs::remove_dir_all(&out).map_err(|e| Error::io(out.clone(), "remove", e))?;
         }
-        let summary = generation::write_generation(
+        let (summary, relocation) = generation::write_generation(
             &self.dir,
             target,
             &layout,
@@ -149,7 +164,9 @@ impl Store {
         // The new generation's prefix index is the old one's plus the compacted delta's (an
         // entry of a document deleted or replaced since stays: a candidate is read back before
         // it is compared), instead of being built again from every set on its first use.
-        new_gen.seed_prefixes(&generation, &frozen);
+        if let Some(r) = &relocation {
+            new_gen.seed_prefixes(&generation, &frozen, r);
+        }
         let current = Current {
             version: self.read_state().current.version,
             generation: target,
@@ -220,7 +237,8 @@ impl Store {
             ],
             a.opts.mem_bytes,
             &a.opts.progress,
-        )?;
+        )?
+        .0;
         LogWriter::create(staging.path(), 0, &OsStorage)?;
         if let Some(r) = &a.recipe {
             r.write(staging.path())?;

@@ -4,7 +4,7 @@
 //! block layout, framed by `super::blocks` (`format-spec/store.md`, "The document map"):
 //!
 //! ```text
-//! header (48 B) | block 0 | block 1 | ... | first ids (8 B each) | crc32
+//! header (48 B; 56 in version 2) | block 0 | block 1 | ... | first ids (8 B each) | crc32
 //! block: count u32 | used u32 | entries ... | zero padding | crc32
 //! entry: varint(id, or id − previous id in the block) | sketch | varint(key tag) | key bytes
 //!        [| varint(offset of its shingle set in SETS): version 2 only]
@@ -22,7 +22,9 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
-use super::sets::{SetsFile, SetsWriter};
+/// Header length of a map of version 2 (its count of live shingle-set bytes added).
+const HEADER_LEN_SETS: usize = HEADER_LEN + 8;
+use super::sets::{SETS_HEADER_LEN, SetHead, SetsFile, SetsWriter};
 use super::varint::{get_varint, put_varint};
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
@@ -60,6 +62,9 @@ pub struct DocSet {
     /// Its place in the order documents were stored (1, 2, ...): of two equally similar
     /// matches, the earlier stored is the answer.
     pub seq: u64,
+    /// When it was stored: milliseconds since the Unix epoch, by the writer's clock (what
+    /// expiry by time compares).
+    pub time: u64,
     /// Its word 3-shingle set, ascending.
     pub hashes: Box<[u64]>,
 }
@@ -72,13 +77,22 @@ struct Header {
     sketch_bytes: u32,
     /// Version 2: entries point to shingle sets.
     sets: bool,
-    /// Version 2: the largest `seq` of its documents (0 if none).
+    /// Version 2: at least the largest `seq` of its documents (0 if none).
     max_seq: u64,
+    /// Version 2: bytes of the `SETS` records its entries point to (the rest of the file,
+    /// after its header, is dead: records of documents deleted or replaced since they were
+    /// written, which compaction keeps until they are worth rewriting the file for).
+    sets_live: u64,
 }
 
 impl Header {
-    fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut b = [0u8; HEADER_LEN];
+    fn len(&self) -> usize {
+        if self.sets { HEADER_LEN_SETS } else { HEADER_LEN }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let n = self.len();
+        let mut b = vec![0u8; n];
         b[..8].copy_from_slice(&DOCS_MAGIC);
         let version = if self.sets { DOCS_VERSION_SETS } else { DOCS_VERSION };
         LE::write_u32(&mut b[8..12], version);
@@ -87,8 +101,11 @@ impl Header {
         LE::write_u64(&mut b[24..32], self.blocks);
         LE::write_u32(&mut b[32..36], self.sketch_bytes);
         LE::write_u64(&mut b[36..44], self.max_seq);
-        let crc = crc_at(0, &b[..44]);
-        LE::write_u32(&mut b[44..48], crc);
+        if self.sets {
+            LE::write_u64(&mut b[44..52], self.sets_live);
+        }
+        let crc = crc_at(0, &b[..n - 4]);
+        LE::write_u32(&mut b[n - 4..n], crc);
         b
     }
 
@@ -102,16 +119,23 @@ impl Header {
         if b[..8] != DOCS_MAGIC {
             return Err(bad("magic", 0, "SIMDXDOC", format!("{:02x?}", &b[..8])));
         }
-        check_crc(|| "document map header crc32".into(), 0, &b[..HEADER_LEN])?;
         let version = LE::read_u32(&b[8..12]);
-        if version != DOCS_VERSION && version != DOCS_VERSION_SETS {
-            return Err(Error::Unsupported {
-                path: None,
-                what: "document map format version",
-                expected: format!("{DOCS_VERSION} or {DOCS_VERSION_SETS}"),
-                found: version.into(),
-            });
+        let n = match version {
+            DOCS_VERSION => HEADER_LEN,
+            DOCS_VERSION_SETS => HEADER_LEN_SETS,
+            _ => {
+                return Err(Error::Unsupported {
+                    path: None,
+                    what: "document map format version",
+                    expected: format!("{DOCS_VERSION} or {DOCS_VERSION_SETS}"),
+                    found: version.into(),
+                });
+            }
+        };
+        if b.len() < n {
+            return Err(bad("header", 0, &format!("{n} bytes"), format!("{} bytes", b.len())));
         }
+        check_crc(|| "document map header crc32".into(), 0, &b[..n])?;
         let h = Header {
             block_size: LE::read_u32(&b[12..16]),
             docs: LE::read_u64(&b[16..24]),
@@ -119,6 +143,7 @@ impl Header {
             sketch_bytes: LE::read_u32(&b[32..36]),
             sets: version == DOCS_VERSION_SETS,
             max_seq: LE::read_u64(&b[36..44]),
+            sets_live: if n == HEADER_LEN_SETS { LE::read_u64(&b[44..52]) } else { 0 },
         };
         if !(4096..=1 << 20).contains(&h.block_size) || !h.block_size.is_power_of_two() {
             let found = h.block_size.to_string();
@@ -160,6 +185,35 @@ impl<W: Write + Seek, S: Write> DocsWriter<W, S> {
         DocsWriter::start(w, sketch_bytes, Some(SetsWriter::new(sets)?))
     }
 
+    /// Start a map (version 2) over an existing sets file of `len` bytes, `live` of them
+    /// pointed to by the documents to be carried over ([`Self::add_carried`]; those dropped
+    /// are [`Self::forget`]-ten): new sets are appended to `sets`, positioned at its end.
+    pub fn appending(
+        w: W,
+        sketch_bytes: usize,
+        sets: S,
+        len: u64,
+        live: u64,
+    ) -> Result<DocsWriter<W, S>> {
+        let mut dw = DocsWriter::start(w, sketch_bytes, Some(SetsWriter::append(sets, len)))?;
+        dw.header.sets_live = live;
+        Ok(dw)
+    }
+
+    /// A sets record of `len` bytes counted live at the start is no longer pointed to.
+    pub fn forget(&mut self, len: u64) -> Result<()> {
+        self.header.sets_live = self.header.sets_live.checked_sub(len).ok_or_else(|| {
+            Error::InvalidArgument("more shingle-set bytes dropped than were live".into())
+        })?;
+        Ok(())
+    }
+
+    /// Make the map's `max_seq` at least `seq` (a compaction keeps it from going down when
+    /// the latest documents are deleted, so that a `seq` is never given twice).
+    pub fn raise_max_seq(&mut self, seq: u64) {
+        self.header.max_seq = self.header.max_seq.max(seq);
+    }
+
     fn start(w: W, sketch_bytes: usize, sets: Option<SetsWriter<S>>) -> Result<DocsWriter<W, S>> {
         let header = Header {
             block_size: DOCS_BLOCK_SIZE,
@@ -168,6 +222,7 @@ impl<W: Write + Seek, S: Write> DocsWriter<W, S> {
             sketch_bytes: sketch_bytes as u32,
             sets: sets.is_some(),
             max_seq: 0,
+            sets_live: 0,
         };
         if sketch_bytes > 1024 {
             return Err(Error::InvalidArgument(format!(
@@ -186,20 +241,49 @@ impl<W: Write + Seek, S: Write> DocsWriter<W, S> {
 
     /// Add the next document; ids must be strictly ascending.
     pub fn add(&mut self, id: u64, doc: &DocMeta) -> Result<()> {
+        self.put(id, doc).map(|_| ())
+    }
+
+    /// [`Self::add`], and where its set's record starts (a map with sets).
+    pub fn put(&mut self, id: u64, doc: &DocMeta) -> Result<Option<u64>> {
+        self.check_next(id)?;
+        check_meta(doc, self.header.sketch_bytes as usize, self.header.sets)?;
+        let set_at = match (&mut self.sets, &doc.set) {
+            (Some(w), Some(set)) => {
+                self.header.max_seq = self.header.max_seq.max(set.seq);
+                self.header.sets_live += super::sets::record_len(set.hashes.len());
+                Some(w.add(id, set)?)
+            }
+            _ => None,
+        };
+        self.push(id, doc, set_at)?;
+        Ok(set_at)
+    }
+
+    /// Add the next document (without its set) of a map started by [`Self::appending`],
+    /// pointing to the set record at `at` that the sets file already holds.
+    pub fn add_carried(&mut self, id: u64, doc: &DocMeta, at: u64) -> Result<()> {
+        self.check_next(id)?;
+        if !self.header.sets {
+            return Err(Error::InvalidArgument(
+                "a carried shingle set in a map without sets".into(),
+            ));
+        }
+        check_meta(doc, self.header.sketch_bytes as usize, false)?;
+        self.push(id, doc, Some(at))
+    }
+
+    fn check_next(&self, id: u64) -> Result<()> {
         if self.prev.is_some_and(|p| id <= p) {
             return Err(Error::InvalidArgument(format!(
                 "document map ids out of order: {id} after {:?}",
                 self.prev
             )));
         }
-        check_meta(doc, self.header.sketch_bytes as usize, self.header.sets)?;
-        let set_at = match (&mut self.sets, &doc.set) {
-            (Some(w), Some(set)) => {
-                self.header.max_seq = self.header.max_seq.max(set.seq);
-                Some(w.add(set)?)
-            }
-            _ => None,
-        };
+        Ok(())
+    }
+
+    fn push(&mut self, id: u64, doc: &DocMeta, set_at: Option<u64>) -> Result<()> {
         self.prev = Some(id);
         self.header.docs += 1;
         let encode = |entry: &mut Vec<u8>, delta: u64| {
@@ -306,12 +390,12 @@ impl DocMap<Mmap> {
             false => None,
         };
         let m = DocMap::from_bytes_with_sets(map, None).map_err(|e| e.with_path(path))?;
-        Ok(DocMap {
-            sets: sets
-                .map(|s| SetsFile::from_bytes(s).map_err(|e| e.with_path(&sets_path)))
-                .transpose()?,
-            ..m
-        })
+        let sets = sets
+            .map(|s| SetsFile::from_bytes(s).map_err(|e| e.with_path(&sets_path)))
+            .transpose()?;
+        let m = DocMap { sets, ..m };
+        m.check_live().map_err(|e| e.with_path(path))?;
+        Ok(m)
     }
 }
 
@@ -341,14 +425,31 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                 format!("{} documents, {} blocks", header.docs, header.blocks),
             ));
         }
-        let first_ids = read_footer(b, "document map", "id", header.block_size, header.blocks, true)?;
-        Ok(DocMap {
+        let first_ids = read_footer(b, header.len(), "document map", "id", header.block_size, header.blocks, true)?;
+        let m = DocMap {
             data,
             checked: Checked::new(header.blocks),
             header,
             first_ids,
             sets: sets.map(SetsFile::from_bytes).transpose()?,
-        })
+        };
+        m.check_live()?;
+        Ok(m)
+    }
+
+    /// The live count of set bytes fits the sets file.
+    fn check_live(&self) -> Result<()> {
+        match &self.sets {
+            Some(s) if self.header.sets_live > s.byte_len() - SETS_HEADER_LEN as u64 => {
+                Err(Error::corrupt(
+                    "document map header",
+                    44,
+                    format!("at most the {} bytes of SETS after its header", s.byte_len()),
+                    format!("{} live shingle-set bytes", self.header.sets_live),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Documents in the map.
@@ -381,6 +482,41 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         self.sets.as_ref().map_or(0, SetsFile::byte_len)
     }
 
+    /// Bytes of the shingle sets' records the entries point to (0 without sets).
+    pub fn sets_live(&self) -> u64 {
+        self.header.sets_live
+    }
+
+    /// The head of the set record at `at` (its crc checked, its hashes not decoded).
+    pub fn set_head(&self, at: u64) -> Result<SetHead> {
+        match &self.sets {
+            Some(s) => s.head(at),
+            None => Err(Error::InvalidArgument(
+                "a document map of version 2 read without its sets".into(),
+            )),
+        }
+    }
+
+    /// The set record at `at`: its head, its hashes into `hashes`.
+    pub fn read_set(&self, at: u64, hashes: &mut Vec<u64>) -> Result<SetHead> {
+        match &self.sets {
+            Some(s) => Ok(s.read(at, hashes)?.0),
+            None => Err(Error::InvalidArgument(
+                "a document map of version 2 read without its sets".into(),
+            )),
+        }
+    }
+
+    /// The length of the set record at `at` (see [`SetsFile::record_len`]).
+    pub fn set_record_len(&self, at: u64) -> Result<u64> {
+        match &self.sets {
+            Some(s) => s.record_len(at),
+            None => Err(Error::InvalidArgument(
+                "a document map of version 2 read without its sets".into(),
+            )),
+        }
+    }
+
     /// Decode block `i`, calling `f(id, sketch, key, set offset)` per entry until it returns
     /// false (nothing is allocated for the entries passed over).
     fn decode_block(
@@ -389,7 +525,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         mut f: impl FnMut(u64, &[u8], Option<&str>, Option<u64>) -> bool,
     ) -> Result<bool> {
         let (count, s, off) =
-            read_block(self.data.as_ref(), "document map", self.header.block_size, i, &self.checked)?;
+            read_block(self.data.as_ref(), self.header.len(), "document map", self.header.block_size, i, &self.checked)?;
         let bad = |what: &str| {
             Error::corrupt(
                 format!("document map block {i}"),
@@ -444,6 +580,13 @@ impl<D: AsRef<[u8]>> DocMap<D> {
 
     /// The document stored under `id`.
     pub fn get(&self, id: u64) -> Result<Option<DocMeta>> {
+        self.entry(id)?
+            .map(|(m, at)| self.with_set(id, m, at))
+            .transpose()
+    }
+
+    /// The document stored under `id` without its set, and where its set's record starts.
+    pub fn entry(&self, id: u64) -> Result<Option<(DocMeta, Option<u64>)>> {
         let j = self.first_ids.partition_point(|&f| f <= id);
         if j == 0 {
             return Ok(None);
@@ -455,7 +598,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             }
             i < id
         })?;
-        out.map(|(m, at)| self.with_set(m, at)).transpose()
+        Ok(out)
     }
 
     /// The string keys (`None` for a numeric id) of the documents with ids in `lo..=hi`,
@@ -486,8 +629,17 @@ impl<D: AsRef<[u8]>> DocMap<D> {
     where
         D: Sync,
     {
+        self.entries()
+            .map(|r| r.and_then(|(id, m, at)| Ok((id, self.with_set(id, m, at)?))))
+    }
+
+    /// Every (id, document without its set, where its set's record starts) in id order.
+    pub fn entries(&self) -> impl Iterator<Item = Result<(u64, DocMeta, Option<u64>)>> + Send + '_
+    where
+        D: Sync,
+    {
         let mut block = 0usize;
-        let mut buf: std::vec::IntoIter<(u64, DocMeta)> = Vec::new().into_iter();
+        let mut buf: std::vec::IntoIter<(u64, DocMeta, Option<u64>)> = Vec::new().into_iter();
         let mut failed = false;
         std::iter::from_fn(move || {
             loop {
@@ -503,11 +655,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
                         v.push((i, meta(sketch, key), at));
                         true
                     })
-                    .and_then(|_| {
-                        v.into_iter()
-                            .map(|(i, m, at)| Ok((i, self.with_set(m, at)?)))
-                            .collect::<Result<Vec<_>>>()
-                    });
+                    .map(|_| v);
                 block += 1;
                 match r {
                     Ok(v) => buf = v.into_iter(),
@@ -551,13 +699,23 @@ fn meta(sketch: &[u8], key: Option<&str>) -> DocMeta {
 }
 
 impl<D: AsRef<[u8]>> DocMap<D> {
-    /// `m` with the shingle set its entry points to (`at`), read from the sets file.
-    fn with_set(&self, mut m: DocMeta, at: Option<u64>) -> Result<DocMeta> {
+    /// `m`, document `id`'s, with the shingle set its entry points to (`at`), read from the
+    /// sets file: a record written for another id is corruption.
+    fn with_set(&self, id: u64, mut m: DocMeta, at: Option<u64>) -> Result<DocMeta> {
         if let Some(at) = at {
             let sets = self.sets.as_ref().ok_or_else(|| {
                 Error::InvalidArgument("a document map of version 2 read without its sets".into())
             })?;
-            m.set = Some(sets.get(at)?);
+            let (of, set) = sets.get(at)?;
+            if of != id {
+                return Err(Error::corrupt(
+                    "shingle sets record",
+                    at,
+                    format!("the set of document {id}"),
+                    format!("the set of document {of}"),
+                ));
+            }
+            m.set = Some(set);
         }
         Ok(m)
     }

@@ -268,7 +268,8 @@ impl Store {
                     let (cands, own) = match &scratch_exact {
                         Some(e) => {
                             let set = h.set.as_deref().unwrap_or(&[]);
-                            self.candidates_exact(fp, set, &h.sketch, e, own)?
+                            let prefix = h.prefix.as_deref().unwrap_or(&[]);
+                            self.candidates_exact(fp, (set, prefix), &h.sketch, e, own)?
                         }
                         None => {
                             let me = (&h.sketch[..], h.set.as_deref());
@@ -282,6 +283,7 @@ impl Store {
             .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(chunk.len());
         let mut puts: Vec<Put> = Vec::new();
+        let now = super::sets::now_ms();
         let mut replaced: HashSet<u64> = HashSet::new();
         for ((d, h), (cands, own_stored, slots)) in chunk.iter().zip(hashed).zip(found) {
             let (Some(fp), Some(slots)) = (h.fingerprint, slots) else {
@@ -309,7 +311,11 @@ impl Store {
                 .find(|c| !replaced.contains(&c.3) && Some(c.3) != own);
             let from_call = match (opts.store_only, &scratch_exact) {
                 (true, _) => None,
-                (false, Some(_)) => scratch.best_exact(h.set.as_deref().unwrap_or(&[]), own),
+                (false, Some(_)) => scratch.best_exact(
+                    h.set.as_deref().unwrap_or(&[]),
+                    h.prefix.as_deref().unwrap_or(&[]),
+                    own,
+                ),
                 (false, None) => {
                     let me = (&h.sketch[..], h.set.as_deref());
                     scratch.best(self, fp, me, (k, verify, shape), own)?
@@ -341,6 +347,7 @@ impl Store {
                     Arc::new(DocSet {
                         fingerprint: fp,
                         seq: scratch.take_seq(),
+                        time: now,
                         hashes: hashes.into(),
                     })
                 }),
@@ -351,7 +358,7 @@ impl Store {
                 super::sets::check_set(&set.hashes)
                     .map_err(|e| Error::InvalidArgument(format!("document {}: {e}", d.id)))?;
             }
-            scratch.put(fp, n, d.id.clone(), &meta);
+            scratch.put(fp, n, d.id.clone(), &meta, h.prefix.as_deref());
             puts.push(Put {
                 fingerprint: fp,
                 id: n,
@@ -409,50 +416,105 @@ impl Store {
 
 impl Store {
     /// Exact verification's candidates: every stored document sharing a prefix shingle with
-    /// `set` at `e.t` (a superset of those at Jaccard ≥ t, `super::prefix`), read back and
-    /// compared exactly; those at ≥ t, best first, without `own`, and whether `own` is the
-    /// same document (found among them when it is: an identical set shares its prefix).
+    /// the document (`prefix`, its prefix at the store's threshold, whose first shingles are
+    /// its prefix at `e.t`: a superset of those at Jaccard ≥ t, `super::prefix`), compared
+    /// exactly; those at ≥ t, best first, without `own`, and whether `own` is the same
+    /// document (found among them when it is: an identical set shares its prefix).
+    ///
+    /// The generation's candidates are read where its prefix index points, in `SETS` (the
+    /// record names its document): the map is looked up only for the few that reach t, to
+    /// check that the record is still the document's and to name it (measured: looking every
+    /// candidate up in the map first was a third of an exact ingest's time).
     fn candidates_exact(
         &self,
         fp: u64,
-        set: &[u64],
+        (set, prefix): (&[u64], &[u64]),
         sketch: &[u8],
         e: &Exact,
         own: Option<u64>,
     ) -> Result<(Vec<Candidate>, Own)> {
-        let mut ids: Vec<u64> = Vec::new();
-        {
-            let st = self.read_state();
-            let g = &st.generation;
-            let layers = st.layers();
-            for t in e.p.order.prefix(set, e.t) {
-                ids.extend(g.prefix_ids(&e.p, t)?.iter().map(|x| x.1));
-                for l in &layers {
-                    ids.extend(l.token_ids(t));
+        let query = &prefix[..super::prefix::prefix_len(set.len(), e.t).min(prefix.len())];
+        let need = super::prefix::shared_needed(set.len(), e.t);
+        let st = self.read_state();
+        let g = &st.generation;
+        let layers = st.layers();
+        let mut out = Vec::new();
+        let mut mine = Own::default();
+        let mut ats: Vec<u64> = Vec::new();
+        for &t in query {
+            ats.extend(g.prefix_sets(&e.p, t)?.iter().map(|x| x.1));
+        }
+        let ats = sharing(ats, need);
+        if let Some(docs) = g.docs().filter(|_| !ats.is_empty()) {
+            let err = |e| g.docs_error(e);
+            let mut buf = Vec::new();
+            // The map's entry of `id` if it still points to the record at `at`.
+            let current = |id: u64, at: u64| -> Result<Option<DocMeta>> {
+                Ok(match docs.entry(id).map_err(err)? {
+                    Some((meta, Some(a))) if a == at => Some(meta),
+                    _ => None,
+                })
+            };
+            for at in ats {
+                let h = docs.read_set(at, &mut buf).map_err(err)?;
+                // Put again or deleted since: a layer's version (if any) is its own candidate.
+                if layers.iter().any(|l| l.doc(h.id).is_some()) {
+                    continue;
+                }
+                if Some(h.id) == own {
+                    if let Some(meta) = current(h.id, at)? {
+                        mine.same = h.fingerprint == fp && *meta.sketch == *sketch;
+                    }
+                    continue;
+                }
+                // The rule of batch verification: a size filter, then a merge that stops once
+                // the threshold is out of reach (most candidates share a prefix shingle and
+                // little else).
+                let Some(sim) = crate::dedup::verify::verify_pair(set, &buf, e.t) else {
+                    continue;
+                };
+                if let Some(meta) = current(h.id, at)? {
+                    let d = (fp ^ h.fingerprint).count_ones();
+                    out.push((sim, h.seq, d, h.id, caller_id(h.id, &meta)));
                 }
             }
         }
-        ids.sort_unstable();
-        ids.dedup();
-        let mut out = Vec::new();
-        let mut mine = Own::default();
-        for (id, doc) in ids.iter().zip(self.docs_of(&ids)?) {
-            let Some(doc) = doc else { continue };
+        // Put in a layer: their newest version (a token's ids may include one put again or
+        // deleted since).
+        let ids: Vec<u64> = query
+            .iter()
+            .flat_map(|&t| layers.iter().flat_map(move |l| l.token_ids(t)))
+            .collect();
+        for id in sharing(ids, need) {
+            let Some(doc) = layers.iter().rev().find_map(|l| l.doc(id)).flatten() else {
+                continue;
+            };
             let Some(s) = &doc.set else { continue };
-            if Some(*id) == own {
+            if Some(id) == own {
                 mine.same = s.fingerprint == fp && *doc.sketch == *sketch;
                 continue;
             }
-            // The rule of batch verification: a size filter, then a merge that stops once the
-            // threshold is out of reach (most candidates share a prefix shingle and little else).
             if let Some(sim) = crate::dedup::verify::verify_pair(set, &s.hashes, e.t) {
                 let d = (fp ^ s.fingerprint).count_ones();
-                out.push((sim, s.seq, d, *id, caller_id(*id, &doc)));
+                out.push((sim, s.seq, d, id, caller_id(id, doc)));
             }
         }
         out.sort_by(better);
         Ok((out, mine))
     }
+}
+
+/// The distinct values of `hits` (one per prefix shingle a stored set shares) that occur at
+/// least `need` times, ascending.
+pub(super) fn sharing<T: Ord + Copy>(mut hits: Vec<T>, need: usize) -> Vec<T> {
+    hits.sort_unstable();
+    let mut out = Vec::new();
+    for run in hits.chunk_by(|a, b| a == b) {
+        if run.len() >= need {
+            out.push(run[0]);
+        }
+    }
+    out
 }
 
 /// What a document's check found of its own stored version.

@@ -231,6 +231,7 @@ impl<D: AsRef<[u8]>> IdMap<D> {
         let header = IdsHeader::decode(b)?;
         let first_fps = read_footer(
             b,
+            IDS_HEADER_LEN,
             "id map",
             "fingerprint",
             header.block_size,
@@ -287,6 +288,7 @@ impl<D: AsRef<[u8]>> IdMap<D> {
     ) -> Result<bool> {
         let (count, stream, off) = read_block(
             self.data.as_ref(),
+            IDS_HEADER_LEN,
             "id map",
             self.header.block_size,
             i,

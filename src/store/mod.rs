@@ -31,6 +31,7 @@ internal_mod!(delta);
 internal_mod!(docs);
 mod documents;
 mod durability;
+mod expire;
 mod gate;
 mod generation;
 mod multimap;
@@ -63,6 +64,7 @@ use wal::LogWriter;
 
 pub use docs::{DocMeta, DocSet, MAX_KEY_BYTES};
 pub use documents::{Document, IngestOptions, Verdict};
+pub use expire::Expiry;
 pub use generation::{Generation, GenerationSummary};
 pub use keys::{DocId, KEY_SEED, KEY_WINDOW};
 pub use options::{
@@ -226,6 +228,8 @@ impl Store {
             documents: g.docs_count(),
             doc_map_bytes: g.docs().map_or(0, |d| d.byte_len()),
             sets_bytes: g.docs().map_or(0, |d| d.sets_byte_len()),
+            sets_live_bytes: g.docs().map_or(0, |d| d.sets_live()),
+            max_seq: self.next_seq.load(Ordering::Acquire).saturating_sub(1),
         }
     }
 

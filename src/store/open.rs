@@ -49,6 +49,7 @@ impl Store {
             block_size: opts.block_size,
             sketch_bytes: opts.recipe.as_ref().map(|r| r.sketch_shape().bytes()),
             sets: opts.recipe.as_ref().is_some_and(|r| r.exact().is_some()),
+            sets_slack: None,
         };
         let empty = Layer::new(Vec::new());
         let summary = generation::write_generation_with(
@@ -62,7 +63,8 @@ impl Store {
             bulk,
             1 << 20,
             &crate::progress::ProgressHandle::none(),
-        )?;
+        )?
+        .0;
         LogWriter::create(staging.path(), 0, &OsStorage)?;
         if let Some(r) = &opts.recipe {
             r.write(staging.path())?;

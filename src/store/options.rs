@@ -313,6 +313,11 @@ pub struct StoreStats {
     pub doc_map_bytes: u64,
     /// Bytes of the generation's shingle sets (0 unless the store verifies exactly).
     pub sets_bytes: u64,
+    /// Of those, the bytes of live documents' sets (the rest is reclaimed by compaction).
+    pub sets_live_bytes: u64,
+    /// The `seq` of the latest document stored (0 if none, or the store keeps no sets):
+    /// documents are numbered 1, 2, ... as they are stored ([`super::Expiry::SeqBelow`]).
+    pub max_seq: u64,
 }
 
 /// The shape a caller asks of a store it opens or creates (what is `None` is not asked): checked

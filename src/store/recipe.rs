@@ -74,6 +74,9 @@ pub struct Hashed {
     pub sketch: Vec<u8>,
     /// Its word 3-shingle set (ascending), where the recipe keeps sets.
     pub set: Option<Vec<u64>>,
+    /// The set's prefix at the recipe's threshold: its first shingles in the recipe's order,
+    /// in that order (`super::prefix`), computed here, with the set, on all cores.
+    pub prefix: Option<Vec<u64>>,
 }
 
 /// Recipes are equal when they hash alike (the hasher is made from the other fields).
@@ -262,10 +265,15 @@ impl Recipe {
             set.shrink_to_fit();
             set
         });
+        let prefix = set
+            .as_deref()
+            .zip(self.exact)
+            .map(|(s, t0)| self.order.prefix(s, t0));
         Hashed {
             fingerprint: self.hasher.try_hash_features(feats),
             sketch,
             set,
+            prefix,
         }
     }
 

@@ -99,7 +99,16 @@ impl Scratch {
         }
     }
 
-    pub(super) fn put(&mut self, fp: u64, n: u64, id: DocId, doc: &DocMeta) {
+    /// Put a new document of the call (`prefix`: its prefix at the store's threshold, in a
+    /// store that verifies exactly).
+    pub(super) fn put(
+        &mut self,
+        fp: u64,
+        n: u64,
+        id: DocId,
+        doc: &DocMeta,
+        prefix: Option<&[u64]>,
+    ) {
         let i = self.docs.len();
         self.spans.insert(n >> SPAN_BITS);
         if let Some(old) = self.by_id.insert(n, i) {
@@ -108,8 +117,8 @@ impl Scratch {
                 l.delete(old as u64);
             }
         }
-        if let (Some(e), Some(set)) = (&self.exact, &doc.set) {
-            for t in e.p.indexed(&set.hashes) {
+        if let (Some(_), Some(prefix)) = (&self.exact, prefix) {
+            for &t in prefix {
                 self.tokens.entry(t).or_default().push(i);
             }
         }
@@ -148,18 +157,21 @@ impl Scratch {
 
     /// Exact verification's best match among the call's documents: those sharing a prefix
     /// shingle with `set`, compared exactly.
-    pub(super) fn best_exact(&self, set: &[u64], own: Option<u64>) -> Option<Candidate> {
+    pub(super) fn best_exact(
+        &self,
+        set: &[u64],
+        prefix: &[u64],
+        own: Option<u64>,
+    ) -> Option<Candidate> {
         let e = self.exact.as_ref()?;
-        let mut seen: Vec<usize> =
-            e.p.order
-                .prefix(set, e.t)
-                .into_iter()
-                .filter_map(|t| self.tokens.get(&t))
-                .flatten()
-                .copied()
-                .collect();
-        seen.sort_unstable();
-        seen.dedup();
+        let query = &prefix[..super::prefix::prefix_len(set.len(), e.t).min(prefix.len())];
+        let hits: Vec<usize> = query
+            .iter()
+            .filter_map(|t| self.tokens.get(t))
+            .flatten()
+            .copied()
+            .collect();
+        let seen = super::documents::sharing(hits, super::prefix::shared_needed(set.len(), e.t));
         let mut best: Option<Candidate> = None;
         for i in seen {
             let (fp, n, id, _, s) = &self.docs[i];

@@ -4,12 +4,13 @@
 //!
 //! ```text
 //! header (16 B): "SIMDXSET" | version u32 | crc32 of bytes 0..12
-//! record:        count u32 | fingerprint u64 | seq u64 | count hashes (u64, ascending,
-//!                distinct) | crc32 (salted by its offset)
+//! record:        count u32 | fingerprint u64 | id u64 | seq u64 | time u64 | count hashes
+//!                (u64, ascending, distinct) | crc32 (salted by its offset)
 //! ```
 //!
-//! A record is read where an entry points and checked then (its crc, its order); `verify` walks
-//! every record to the end of the file.
+//! A record is read where an entry points and checked then (its crc, its order). A compaction
+//! may keep the file (hard-linked into the new generation) and append the new records: then
+//! records no map points to lie between the live ones (`docs`, the map header's live count).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -39,6 +40,34 @@ fn header() -> [u8; SETS_HEADER_LEN] {
     let crc = crc_at(0, &b[..12]);
     LE::write_u32(&mut b[12..16], crc);
     b
+}
+
+/// Milliseconds since the Unix epoch now (0 for a clock set before it): a stored set's `time`.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Bytes of a record before its hashes.
+const RECORD_HEAD: usize = 36;
+
+/// Bytes of the record of a set of `n` hashes.
+pub fn record_len(n: usize) -> u64 {
+    (RECORD_HEAD + 4) as u64 + 8 * n as u64
+}
+
+/// A record's fields besides its hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetHead {
+    /// The store id of the document it was written for.
+    pub id: u64,
+    /// The document's fingerprint.
+    pub fingerprint: u64,
+    /// Its `seq`.
+    pub seq: u64,
+    /// Its `time`.
+    pub time: u64,
 }
 
 /// Check that `set` can be stored: ascending, distinct, at most [`MAX_SET_LEN`].
@@ -77,14 +106,25 @@ impl<W: Write> SetsWriter<W> {
         })
     }
 
-    /// Append a document's set; its record's offset.
-    pub fn add(&mut self, d: &DocSet) -> Result<u64> {
+    /// Continue a sets file of `len` bytes, `w` positioned at its end.
+    pub fn append(w: W, len: u64) -> SetsWriter<W> {
+        SetsWriter {
+            w,
+            at: len,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Append the set of document `id`; its record's offset.
+    pub fn add(&mut self, id: u64, d: &DocSet) -> Result<u64> {
         check_set(&d.hashes)?;
         let at = self.at;
         self.buf.clear();
         self.buf.extend_from_slice(&(d.hashes.len() as u32).to_le_bytes());
         self.buf.extend_from_slice(&d.fingerprint.to_le_bytes());
+        self.buf.extend_from_slice(&id.to_le_bytes());
         self.buf.extend_from_slice(&d.seq.to_le_bytes());
+        self.buf.extend_from_slice(&d.time.to_le_bytes());
         for h in d.hashes.iter() {
             self.buf.extend_from_slice(&h.to_le_bytes());
         }
@@ -143,8 +183,30 @@ impl<D: AsRef<[u8]>> SetsFile<D> {
         self.data.as_ref().len() as u64
     }
 
-    /// The set whose record starts at `at`, and where the next record starts.
-    fn record(&self, at: u64) -> Result<(Arc<DocSet>, u64)> {
+    /// The record at `at`: its head, its hashes into `hashes` (cleared first), and where the
+    /// next record starts. Checked: its crc (salted by `at`) and its order.
+    pub fn read(&self, at: u64, hashes: &mut Vec<u64>) -> Result<(SetHead, u64)> {
+        let (body, head) = self.checked(at)?;
+        hashes.clear();
+        hashes.extend(body[RECORD_HEAD..body.len() - 4].chunks_exact(8).map(LE::read_u64));
+        if !hashes.is_sorted_by(|a, b| a < b) {
+            return Err(Error::corrupt(
+                "shingle sets record",
+                at,
+                "a valid record",
+                "hashes not ascending and distinct",
+            ));
+        }
+        Ok((head, at + body.len() as u64))
+    }
+
+    /// The head of the record at `at`, its crc checked (its hashes not decoded).
+    pub fn head(&self, at: u64) -> Result<SetHead> {
+        Ok(self.checked(at)?.1)
+    }
+
+    /// The bytes of the record at `at`, its crc checked, and its head.
+    fn checked(&self, at: u64) -> Result<(&[u8], SetHead)> {
         let b = self.data.as_ref();
         let bad = |what: String| {
             Error::corrupt("shingle sets record", at, "a valid record", what)
@@ -157,37 +219,63 @@ impl<D: AsRef<[u8]>> SetsFile<D> {
         if n > MAX_SET_LEN {
             return Err(bad(format!("a count of {n}")));
         }
-        let end = start + 20 + n * 8;
         let body = b
-            .get(start..end + 4)
+            .get(start..start + record_len(n) as usize)
             .ok_or_else(|| bad(format!("{n} hashes past the end of the file")))?;
         crate::table::format::check_crc(
             || "shingle sets record crc32".into(),
             at,
             body,
         )?;
-        let hashes: Box<[u64]> = body[20..20 + n * 8].chunks_exact(8).map(LE::read_u64).collect();
-        if !hashes.is_sorted_by(|a, b| a < b) {
-            return Err(bad("hashes not ascending and distinct".into()));
-        }
-        let d = DocSet {
+        let head = SetHead {
             fingerprint: LE::read_u64(&body[4..12]),
-            seq: LE::read_u64(&body[12..20]),
-            hashes,
+            id: LE::read_u64(&body[12..20]),
+            seq: LE::read_u64(&body[20..28]),
+            time: LE::read_u64(&body[28..36]),
         };
-        Ok((Arc::new(d), (end + 4) as u64))
+        Ok((body, head))
     }
 
-    /// The set whose record starts at `at`.
-    pub fn get(&self, at: u64) -> Result<Arc<DocSet>> {
-        Ok(self.record(at)?.0)
+    /// The set whose record starts at `at`, and the id it was written for.
+    pub fn get(&self, at: u64) -> Result<(u64, Arc<DocSet>)> {
+        let mut hashes = Vec::new();
+        let (h, _) = self.read(at, &mut hashes)?;
+        let d = DocSet {
+            fingerprint: h.fingerprint,
+            seq: h.seq,
+            time: h.time,
+            hashes: hashes.into(),
+        };
+        Ok((h.id, Arc::new(d)))
     }
 
-    /// Check every record, to the end of the file; their count.
+    /// The length of the record at `at`, from its count alone (its crc is checked where it
+    /// is read).
+    pub fn record_len(&self, at: u64) -> Result<u64> {
+        let b = self.data.as_ref();
+        let start = usize::try_from(at)
+            .ok()
+            .filter(|&s| s >= SETS_HEADER_LEN && s + 4 <= b.len());
+        let n = start.map(|s| LE::read_u32(&b[s..s + 4]) as usize);
+        match n {
+            Some(n) if n <= MAX_SET_LEN && at + record_len(n) <= b.len() as u64 => {
+                Ok(record_len(n))
+            }
+            _ => Err(Error::corrupt(
+                "shingle sets record",
+                at,
+                "a valid record",
+                format!("no record that fits the file of {} bytes", b.len()),
+            )),
+        }
+    }
+
+    /// Check every record of a file written whole (no dead bytes), to its end; their count.
     pub fn verify(&self) -> Result<u64> {
         let (mut at, mut n) = (SETS_HEADER_LEN as u64, 0u64);
+        let mut buf = Vec::new();
         while at < self.byte_len() {
-            at = self.record(at)?.1;
+            at = self.read(at, &mut buf)?.1;
             n += 1;
         }
         Ok(n)
@@ -207,15 +295,21 @@ mod tests {
             .map(|(i, h)| DocSet {
                 fingerprint: 0xabc ^ i as u64,
                 seq: i as u64 + 1,
+                time: 1_700_000_000_000 + i as u64,
                 hashes: h.into(),
             })
             .collect();
-        let at: Vec<u64> = sets.iter().map(|s| w.add(s).unwrap()).collect();
+        let at: Vec<u64> = sets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| w.add(100 + i as u64, s).unwrap())
+            .collect();
         let bytes = w.finish();
         let f = SetsFile::from_bytes(&bytes[..]).unwrap();
         assert_eq!(f.verify().unwrap(), 3);
-        for (s, a) in sets.iter().zip(&at) {
-            assert_eq!(&*f.get(*a).unwrap(), s);
+        for (i, (s, a)) in sets.iter().zip(&at).enumerate() {
+            assert_eq!(f.get(*a).unwrap(), (100 + i as u64, Arc::new(s.clone())));
+            assert_eq!(f.record_len(*a).unwrap(), record_len(s.hashes.len()));
         }
         assert!(f.get(at[0] + 1).is_err());
         assert!(f.get(bytes.len() as u64).is_err());
@@ -229,9 +323,10 @@ mod tests {
         let bad = |h: Vec<u64>| DocSet {
             fingerprint: 1,
             seq: 1,
+            time: 1,
             hashes: h.into(),
         };
-        assert!(w.add(&bad(vec![3, 3])).is_err());
-        assert!(w.add(&bad(vec![4, 2])).is_err());
+        assert!(w.add(1, &bad(vec![3, 3])).is_err());
+        assert!(w.add(1, &bad(vec![4, 2])).is_err());
     }
 }

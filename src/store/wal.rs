@@ -102,6 +102,7 @@ impl Record {
                     out.extend_from_slice(&d.sketch);
                     if let Some(set) = &d.set {
                         out.extend_from_slice(&set.seq.to_le_bytes());
+                        out.extend_from_slice(&set.time.to_le_bytes());
                         out.extend_from_slice(&(set.hashes.len() as u32).to_le_bytes());
                         for h in set.hashes.iter() {
                             out.extend_from_slice(&h.to_le_bytes());
@@ -177,13 +178,15 @@ fn decode_docs(n: usize, mut body: &[u8], sets: bool) -> Option<Vec<Put>> {
         let set = match sets {
             true => {
                 let seq = LE::read_u64(body.get(..8)?);
-                let m = LE::read_u32(body.get(8..12)?) as usize;
-                let values = body.get(12..12 + m.checked_mul(8)?)?;
+                let time = LE::read_u64(body.get(8..16)?);
+                let m = LE::read_u32(body.get(16..20)?) as usize;
+                let values = body.get(20..20 + m.checked_mul(8)?)?;
                 let hashes = values.chunks_exact(8).map(LE::read_u64).collect();
-                body = &body[12 + m * 8..];
+                body = &body[20 + m * 8..];
                 Some(Arc::new(DocSet {
                     fingerprint,
                     seq,
+                    time,
                     hashes,
                 }))
             }

@@ -413,6 +413,43 @@ impl PyStore {
         })
     }
 
+    /// Delete every document stored before `before` (Unix seconds, or a datetime) or numbered
+    /// below `before_seq`, in a store created with `exact=`; how many.
+    #[pyo3(signature = (*, before=None, before_seq=None))]
+    fn expire(
+        &self,
+        py: Python<'_>,
+        before: Option<&Bound<'_, PyAny>>,
+        before_seq: Option<u64>,
+    ) -> PyResult<u64> {
+        use simdex::store::Expiry;
+        let expiry = match (before, before_seq) {
+            (Some(t), None) => {
+                let secs: f64 = match t.hasattr("timestamp")? {
+                    true => t.call_method0("timestamp")?.extract()?,
+                    false => t.extract().map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(
+                            "before: Unix seconds (a number) or a datetime",
+                        )
+                    })?,
+                };
+                if !secs.is_finite() {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "before = {secs}: not a time"
+                    )));
+                }
+                Expiry::StoredBefore((secs.max(0.0) * 1000.0).min(u64::MAX as f64) as u64)
+            }
+            (None, Some(s)) => Expiry::SeqBelow(s),
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "expire takes one of before= and before_seq=",
+                ));
+            }
+        };
+        with_store(py, self, None, move |s| s.expire(expiry))
+    }
+
     /// (fingerprint, distance, id) rows within k of `fingerprint`, by distance, fingerprint, id.
     #[pyo3(signature = (fingerprint, k=None))]
     fn near<'py>(
@@ -530,6 +567,8 @@ impl PyStore {
         d.set_item("documents", s.documents)?;
         d.set_item("doc_map_bytes", s.doc_map_bytes)?;
         d.set_item("sets_bytes", s.sets_bytes)?;
+        d.set_item("sets_live_bytes", s.sets_live_bytes)?;
+        d.set_item("max_seq", s.max_seq)?;
         Ok(d)
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -541,6 +542,16 @@ def test_exact_document_store_equals_brute_force(tmp_path: Path) -> None:
         assert s.stats()["sets_bytes"] > before + 8 * 30 * len(stored)
         with pytest.raises(simdex.InvalidArgument, match="below"):
             s.ingest(ids, texts, verify=0.7)
+        # Expiry: the first call's pages by seq, then the rest by time; compaction reclaims.
+        first = sum(m is None for m in got["matched"])
+        assert s.expire(before_seq=first + 1) == first
+        assert s.expire(before=datetime.datetime.now(datetime.timezone.utc)) == len(stored) - first
+        with pytest.raises(ValueError, match="one of"):
+            s.expire()
+        s.compact()
+        st = s.stats()
+        assert st["documents"] == 0 and st["sets_bytes"] == st["sets_live_bytes"] + 16
+        assert st["max_seq"] == len(stored)
     # An existing store refuses another exact threshold; a raw store refuses exact=.
     with pytest.raises(simdex.InvalidArgument, match="exact"):
         simdex.Store(tmp_path / "x", documents=True, exact=0.9)

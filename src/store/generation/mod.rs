@@ -23,7 +23,8 @@ use crate::index::{Index, OpenOptions};
 mod write;
 
 pub use write::{
-    GenerationSummary, Layout, SortedPairs, Source, write_generation, write_generation_with,
+    GenerationSummary, Layout, Relocation, SortedPairs, Source, write_generation,
+    write_generation_with,
 };
 
 /// File naming the live generation.
@@ -135,7 +136,8 @@ pub struct Generation {
     /// The document map, in a document store's generations.
     docs: Option<DocMap<Mmap>>,
     /// In a store that verifies exactly, the index of its documents' prefix shingles:
-    /// (shingle, id) ascending, built from the shingle sets when first needed.
+    /// (shingle, offset of the set in `SETS`) ascending, built from the shingle sets when
+    /// first needed.
     prefixes: std::sync::OnceLock<PrefixIndex>,
     retired: AtomicBool,
 }
@@ -172,9 +174,11 @@ impl Generation {
         })
     }
 
-    /// The ids of the documents with `token` in their prefix by `p` (the store's), from the
-    /// generation's prefix index, built on first use from every document's set (all cores).
-    pub(crate) fn prefix_ids(&self, p: &Prefixer, token: u64) -> Result<&[(u64, u64)]> {
+    /// Where the sets of the documents with `token` in their prefix by `p` (the store's) start
+    /// in `SETS`: entries (token, offset) of the generation's prefix index, built on first use
+    /// from every document's set (all cores). An entry may be stale (its record no longer the
+    /// document's): a candidate is checked against the map before it is an answer.
+    pub(crate) fn prefix_sets(&self, p: &Prefixer, token: u64) -> Result<&[(u64, u64)]> {
         let index = match self.prefixes.get() {
             Some(i) => i,
             None => {
@@ -185,16 +189,33 @@ impl Generation {
         Ok(index.get(token))
     }
 
-    /// Give this generation the prefix index of `older` (if it was built) with `layer`'s
-    /// entries added: what a compaction of `layer` onto `older` holds.
-    pub(crate) fn seed_prefixes(&self, older: &Generation, layer: &super::delta::Layer) {
+    /// Give this generation, written by compacting `layer` onto `older`, the prefix index of
+    /// `older` (if it was built) with its records moved as `moved` says and the layer's
+    /// documents' entries added, instead of building it again from every set on first use.
+    pub(crate) fn seed_prefixes(
+        &self,
+        older: &Generation,
+        layer: &super::delta::Layer,
+        moved: &Relocation,
+    ) {
         let Some(old) = older.prefixes.get() else {
             return;
         };
-        let mut v: Vec<(u64, u64)> = Vec::with_capacity(old.entries().len() + layer.token_count());
-        v.extend_from_slice(old.entries());
-        v.extend(layer.token_pairs());
-        let _ = self.prefixes.set(PrefixIndex::new(v));
+        let mut added: Vec<(u64, u64)> = layer
+            .token_pairs()
+            .filter_map(|(t, id)| moved.added.get(&id).map(|&at| (t, at)))
+            .collect();
+        let index = match &moved.moved {
+            None => PrefixIndex::merged(old.entries(), &mut added),
+            Some(m) => {
+                added.extend(old.entries().iter().filter_map(|&(t, at)| {
+                    let i = m.binary_search_by_key(&at, |x| x.0).ok()?;
+                    Some((t, m[i].1))
+                }));
+                PrefixIndex::new(added)
+            }
+        };
+        let _ = self.prefixes.set(index);
     }
 
     fn build_prefixes(&self, p: &Prefixer) -> Result<PrefixIndex> {
@@ -204,21 +225,23 @@ impl Generation {
         };
         // A few thousand documents' sets at a time, their prefixes on all cores.
         let mut v: Vec<(u64, u64)> = Vec::new();
-        let mut chunk: Vec<(u64, super::docs::DocMeta)> = Vec::with_capacity(4096);
-        let mut it = docs.iter().peekable();
+        let mut chunk: Vec<u64> = Vec::with_capacity(4096);
+        let mut it = docs.entries().peekable();
         while it.peek().is_some() {
             chunk.clear();
             for r in it.by_ref().take(4096) {
-                chunk.push(r?);
+                if let (_, _, Some(at)) = r? {
+                    chunk.push(at);
+                }
             }
-            v.par_extend(chunk.par_iter().flat_map_iter(|(id, d)| {
-                let toks = d
-                    .set
-                    .as_ref()
-                    .map(|s| p.indexed(&s.hashes))
-                    .unwrap_or_default();
-                toks.into_iter().map(move |t| (t, *id))
-            }));
+            let parts: Vec<Vec<(u64, u64)>> = chunk
+                .par_iter()
+                .map_init(Vec::new, |buf, &at| {
+                    docs.read_set(at, buf)?;
+                    Ok(p.indexed(buf).into_iter().map(|t| (t, at)).collect())
+                })
+                .collect::<Result<_>>()?;
+            v.extend(parts.into_iter().flatten());
         }
         Ok(PrefixIndex::new(v))
     }
@@ -272,6 +295,7 @@ impl Generation {
                 block_size,
                 sketch_bytes: self.docs.as_ref().map(|d| d.sketch_bytes()),
                 sets: self.docs.as_ref().is_some_and(|d| d.has_sets()),
+                sets_slack: None,
             }
         }
     }

@@ -1,5 +1,6 @@
 """Type stubs of the compiled module simdex._simdex (re-exported by simdex)."""
 
+import datetime
 from os import PathLike
 from collections.abc import Sequence
 from typing import Any, Literal, overload
@@ -246,6 +247,13 @@ class Store:
         """Delete every pair of each document id (Ctrl-C as for :meth:`insert`): numbers, or a
         document store's ids as given to :meth:`ingest` (str such as URLs, or ints; a list or
         an Arrow string array). Ids with no stored document are passed over."""
+    def expire(
+        self, *, before: float | datetime.datetime | None = None, before_seq: int | None = None
+    ) -> int:
+        """Delete every document stored before ``before`` (Unix seconds, or a datetime) or
+        numbered below ``before_seq`` (see ``stats()['max_seq']``); how many. Only a store
+        created with ``exact=`` knows when its documents were stored. :meth:`compact` then
+        reclaims their space."""
     def doc_id(self, id: int | str) -> int | None:
         """The store's numeric id of a document id (under the id rule of :meth:`ingest`), if
         a document of that id is stored."""
@@ -271,7 +279,8 @@ class Store:
     def stats(self) -> dict[str, Any]:
         """generation, design, k, fingerprints, pairs, delta_pairs, delta_deletes, table_bytes,
         id_map_bytes, log_bytes, documents, doc_map_bytes, sets_bytes (the shingle sets of a
-        store created with ``exact=``)."""
+        store created with ``exact=``), sets_live_bytes (of those, live documents'; compaction
+        reclaims the rest), max_seq (documents are numbered 1, 2, ... as they are stored)."""
     def verify(self) -> None:
         """Check every checksum of the live generation; raises CorruptError."""
     @property
