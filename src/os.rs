@@ -156,3 +156,15 @@ pub(crate) fn resident_fraction(bytes: &[u8]) -> f64 {
 pub(crate) fn resident_fraction(_: &[u8]) -> f64 {
     1.0
 }
+
+/// Give the heap's free memory back to the system. A compaction frees a delta's worth of small
+/// allocations, made and freed on different threads; glibc keeps them in its arenas, where
+/// they counted as the process's memory until reused (measured: 100 MB of an exact ingest's
+/// 1.06 GB peak at 1M documents).
+pub(crate) fn release_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

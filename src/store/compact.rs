@@ -161,12 +161,6 @@ impl Store {
             &self.opts.progress,
         )?;
         let new_gen = Arc::new(Generation::open(&self.dir, target, self.opts.populate)?);
-        // The new generation's prefix index is the old one's plus the compacted delta's (an
-        // entry of a document deleted or replaced since stays: a candidate is read back before
-        // it is compared), instead of being built again from every set on its first use.
-        if let Some(r) = &relocation {
-            new_gen.seed_prefixes(&generation, &frozen, r);
-        }
         let current = Current {
             version: self.read_state().current.version,
             generation: target,
@@ -175,6 +169,14 @@ impl Store {
         current.write(&self.dir)?;
         {
             let mut st = self.write_state();
+            // The new generation's prefix index is the old one's plus the compacted delta's (an
+            // entry of a document deleted or replaced since stays: a candidate is read back
+            // before it is compared), instead of being built again from every set on its first
+            // use. Taken from the old generation, whose queries wait here meanwhile (after it,
+            // one that still holds the old generation would build its index again).
+            if let Some(r) = &relocation {
+                new_gen.seed_prefixes(&generation, &frozen, r);
+            }
             if writer.is_some() {
                 let p = st.active.prefixer().cloned();
                 st.active = Layer::new(perms_of(&new_gen)).with_prefixer(p);
@@ -192,6 +194,7 @@ impl Store {
             }
         }
         crate::atomic::sync_dir(&self.dir)?;
+        crate::os::release_free_heap();
         self.compactions.fetch_add(1, Ordering::Relaxed);
         self.compaction_nanos
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -386,13 +386,10 @@ impl DocMap<Mmap> {
         let map = map_file(path)?;
         let sets_path = path.with_file_name(super::sets::SETS_NAME);
         let sets = match Header::decode(&map).map_err(|e| e.with_path(path))?.sets {
-            true => Some(map_file(&sets_path)?),
+            true => Some(SetsFile::open(&sets_path)?),
             false => None,
         };
         let m = DocMap::from_bytes_with_sets(map, None).map_err(|e| e.with_path(path))?;
-        let sets = sets
-            .map(|s| SetsFile::from_bytes(s).map_err(|e| e.with_path(&sets_path)))
-            .transpose()?;
         let m = DocMap { sets, ..m };
         m.check_live().map_err(|e| e.with_path(path))?;
         Ok(m)

@@ -441,8 +441,9 @@ impl Store {
         let mut out = Vec::new();
         let mut mine = Own::default();
         let mut ats: Vec<u64> = Vec::new();
+        let index = g.prefix_index(&e.p)?;
         for &t in query {
-            ats.extend(g.prefix_sets(&e.p, t)?.iter().map(|x| x.1));
+            ats.extend(index.get(t));
         }
         let ats = sharing(ats, need);
         if let Some(docs) = g.docs().filter(|_| !ats.is_empty()) {

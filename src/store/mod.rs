@@ -42,6 +42,7 @@ mod options;
 mod pigeonhole;
 mod pool;
 internal_mod!(prefix);
+mod prefix_index;
 internal_mod!(storage);
 mod query;
 mod recipe;

@@ -170,7 +170,7 @@ pub fn shared_needed(n: usize, t: f64) -> usize {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prefixer {
     /// The global order.
-    pub order: Order,
+    pub order: std::sync::Arc<Order>,
     /// The threshold prefixes are indexed at (the store's lowest).
     pub t0: f64,
 }
@@ -179,85 +179,6 @@ impl Prefixer {
     /// The indexed prefix of a stored set.
     pub fn indexed(&self, set: &[u64]) -> Vec<u64> {
         self.order.prefix(set, self.t0)
-    }
-}
-
-/// A generation's prefix index: (shingle, id) entries, ascending, with a directory by the
-/// shingle's top bits (shingles are hashes, so a bucket holds about two entries): a look-up is
-/// one directory read and a short scan, where a binary search over millions of entries missed
-/// the cache at every step (measured: a sixth of an exact ingest's time).
-#[derive(Debug, Default)]
-pub struct PrefixIndex {
-    entries: Vec<(u64, u64)>,
-    dir: Vec<usize>,
-    shift: u32,
-}
-
-impl PrefixIndex {
-    /// An index of `entries`, which it sorts and deduplicates.
-    pub fn new(mut entries: Vec<(u64, u64)>) -> PrefixIndex {
-        use rayon::slice::ParallelSliceMut;
-        entries.par_sort_unstable();
-        entries.dedup();
-        PrefixIndex::of_sorted(entries)
-    }
-
-    /// An index of `old` (ascending) and `added`: one merge, where sorting both again cost a
-    /// compaction time in proportion to the whole store.
-    pub fn merged(old: &[(u64, u64)], added: &mut [(u64, u64)]) -> PrefixIndex {
-        use rayon::slice::ParallelSliceMut;
-        added.par_sort_unstable();
-        let mut v = Vec::with_capacity(old.len() + added.len());
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() && j < added.len() {
-            if old[i] <= added[j] {
-                v.push(old[i]);
-                i += 1;
-            } else {
-                v.push(added[j]);
-                j += 1;
-            }
-        }
-        v.extend_from_slice(&old[i..]);
-        v.extend_from_slice(&added[j..]);
-        v.dedup();
-        PrefixIndex::of_sorted(v)
-    }
-
-    fn of_sorted(mut entries: Vec<(u64, u64)>) -> PrefixIndex {
-        entries.shrink_to_fit();
-        let bits = (entries.len() / 2).max(1).ilog2().min(30);
-        let shift = 64 - bits;
-        let mut dir = vec![0usize; (1usize << bits) + 1];
-        for (i, e) in entries.iter().enumerate() {
-            dir[(e.0 >> shift) as usize + 1] = i + 1;
-        }
-        // Empty buckets start where the previous one ended.
-        for b in 1..dir.len() {
-            dir[b] = dir[b].max(dir[b - 1]);
-        }
-        PrefixIndex {
-            entries,
-            dir,
-            shift,
-        }
-    }
-
-    /// The entries of `token`.
-    pub fn get(&self, token: u64) -> &[(u64, u64)] {
-        if self.entries.is_empty() {
-            return &[];
-        }
-        let b = (token >> self.shift) as usize;
-        let bucket = &self.entries[self.dir[b]..self.dir[b + 1]];
-        let a = bucket.partition_point(|e| e.0 < token);
-        let n = bucket[a..].partition_point(|e| e.0 == token);
-        &bucket[a..a + n]
-    }
-
-    /// Every entry, ascending.
-    pub fn entries(&self) -> &[(u64, u64)] {
-        &self.entries
     }
 }
 
@@ -320,20 +241,6 @@ mod tests {
             }
         }
         assert!(pairs > 1000, "{pairs}");
-        // The index finds each token's entries, whatever the bucket.
-        let entries: Vec<(u64, u64)> = (0..5000u64).map(|i| (next() >> (i % 3 * 20), i % 7)).collect();
-        let ix = PrefixIndex::new(entries.clone());
-        for (t, _) in entries.iter().take(500) {
-            let mut want: Vec<(u64, u64)> = entries.iter().copied().filter(|e| e.0 == *t).collect();
-            want.sort_unstable();
-            want.dedup();
-            assert_eq!(ix.get(*t), &want[..]);
-            assert!(ix.get(t ^ 1).iter().all(|e| e.0 == t ^ 1));
-        }
-        assert!(PrefixIndex::new(Vec::new()).get(5).is_empty());
-        let (old, added) = entries.split_at(3000);
-        let merged = PrefixIndex::merged(PrefixIndex::new(old.to_vec()).entries(), &mut added.to_vec());
-        assert_eq!(merged.entries(), ix.entries());
         assert_eq!(prefix_len(10, 0.9), 3);
         assert_eq!(prefix_len(1, 0.9), 1);
         assert_eq!(prefix_len(100, 1.0), 2);

@@ -185,7 +185,7 @@ impl Recipe {
     /// How documents are indexed for exact verification (`None`: sketches only).
     pub(crate) fn prefixer(&self) -> Option<Prefixer> {
         self.exact.map(|t0| Prefixer {
-            order: (*self.order).clone(),
+            order: Arc::clone(&self.order),
             t0,
         })
     }

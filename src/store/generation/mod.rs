@@ -10,13 +10,16 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::Mmap;
 
 use super::docs::{DOCS_NAME, DocMap};
+use super::durability::lock;
 use super::ids::IdMap;
-use super::prefix::{PrefixIndex, Prefixer};
+use super::prefix::Prefixer;
+use super::prefix_index::PrefixIndex;
 use crate::error::{Error, Result};
 use crate::index::{Index, OpenOptions};
 
@@ -138,7 +141,7 @@ pub struct Generation {
     /// In a store that verifies exactly, the index of its documents' prefix shingles:
     /// (shingle, offset of the set in `SETS`) ascending, built from the shingle sets when
     /// first needed.
-    prefixes: std::sync::OnceLock<PrefixIndex>,
+    prefixes: std::sync::Mutex<Option<Arc<PrefixIndex>>>,
     retired: AtomicBool,
 }
 
@@ -169,53 +172,54 @@ impl Generation {
             index,
             ids,
             docs,
-            prefixes: std::sync::OnceLock::new(),
+            prefixes: std::sync::Mutex::new(None),
             retired: AtomicBool::new(false),
         })
     }
 
-    /// Where the sets of the documents with `token` in their prefix by `p` (the store's) start
-    /// in `SETS`: entries (token, offset) of the generation's prefix index, built on first use
-    /// from every document's set (all cores). An entry may be stale (its record no longer the
-    /// document's): a candidate is checked against the map before it is an answer.
-    pub(crate) fn prefix_sets(&self, p: &Prefixer, token: u64) -> Result<&[(u64, u64)]> {
-        let index = match self.prefixes.get() {
-            Some(i) => i,
-            None => {
-                let built = self.build_prefixes(p).map_err(|e| self.docs_error(e))?;
-                self.prefixes.get_or_init(|| built)
-            }
-        };
-        Ok(index.get(token))
+    /// The generation's prefix index by `p` (the store's): built on first use from every
+    /// document's set (all cores; a second caller waits for the first). A set it finds may
+    /// not be its document's any more, or (rarely) not hold the shingle looked up: a candidate
+    /// is read back and checked before it is an answer.
+    pub(crate) fn prefix_index(&self, p: &Prefixer) -> Result<Arc<PrefixIndex>> {
+        let mut slot = lock(&self.prefixes);
+        if let Some(ix) = &*slot {
+            return Ok(Arc::clone(ix));
+        }
+        let built = Arc::new(self.build_prefixes(p).map_err(|e| self.docs_error(e))?);
+        *slot = Some(Arc::clone(&built));
+        Ok(built)
     }
 
     /// Give this generation, written by compacting `layer` onto `older`, the prefix index of
     /// `older` (if it was built) with its records moved as `moved` says and the layer's
-    /// documents' entries added, instead of building it again from every set on first use.
+    /// documents added, instead of building it again from every set on first use. The index
+    /// is taken from `older` and updated in place where no query holds it (`older` builds
+    /// it again if asked); else it is copied.
     pub(crate) fn seed_prefixes(
         &self,
         older: &Generation,
         layer: &super::delta::Layer,
         moved: &Relocation,
     ) {
-        let Some(old) = older.prefixes.get() else {
+        let Some(old) = lock(&older.prefixes).take() else {
             return;
         };
-        let mut added: Vec<(u64, u64)> = layer
+        let mut index = Arc::try_unwrap(old).unwrap_or_else(|shared| (*shared).clone());
+        // The layer's documents' prefixes, by the offset their sets were written at.
+        let mut pairs: Vec<(u64, u64)> = layer
             .token_pairs()
-            .filter_map(|(t, id)| moved.added.get(&id).map(|&at| (t, at)))
+            .filter_map(|(t, id)| moved.added.get(&id).map(|&at| (at, t)))
             .collect();
-        let index = match &moved.moved {
-            None => PrefixIndex::merged(old.entries(), &mut added),
-            Some(m) => {
-                added.extend(old.entries().iter().filter_map(|&(t, at)| {
-                    let i = m.binary_search_by_key(&at, |x| x.0).ok()?;
-                    Some((t, m[i].1))
-                }));
-                PrefixIndex::new(added)
-            }
-        };
-        let _ = self.prefixes.set(index);
+        pairs.sort_unstable();
+        let sets = pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| (run[0].0, run.iter().map(|p| p.1).collect::<Vec<u64>>()));
+        match &moved.moved {
+            None => index.append(sets),
+            Some(m) => index.relocate(m, sets),
+        }
+        *lock(&self.prefixes) = Some(Arc::new(index));
     }
 
     fn build_prefixes(&self, p: &Prefixer) -> Result<PrefixIndex> {
@@ -224,7 +228,7 @@ impl Generation {
             return Ok(PrefixIndex::default());
         };
         // A few thousand documents' sets at a time, their prefixes on all cores.
-        let mut v: Vec<(u64, u64)> = Vec::new();
+        let mut index = super::prefix_index::Builder::default();
         let mut chunk: Vec<u64> = Vec::with_capacity(4096);
         let mut it = docs.entries().peekable();
         while it.peek().is_some() {
@@ -234,16 +238,16 @@ impl Generation {
                     chunk.push(at);
                 }
             }
-            let parts: Vec<Vec<(u64, u64)>> = chunk
+            let part: Vec<(u64, Vec<u64>)> = chunk
                 .par_iter()
                 .map_init(Vec::new, |buf, &at| {
                     docs.read_set(at, buf)?;
-                    Ok(p.indexed(buf).into_iter().map(|t| (t, at)).collect())
+                    Ok((at, p.indexed(buf)))
                 })
                 .collect::<Result<_>>()?;
-            v.extend(parts.into_iter().flatten());
+            index.add(part);
         }
-        Ok(PrefixIndex::new(v))
+        Ok(index.finish())
     }
 
     /// The generation number.
