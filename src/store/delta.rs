@@ -11,7 +11,7 @@
 //! the store bounds the delta ([`super::StoreOptions::max_delta`], default 2^20 writes, so about
 //! 280 MB) and compacts when it is full.
 
-use std::collections::{HashMap, HashSet};
+use super::hasher::{FastMap, FastSet};
 use std::sync::Arc;
 
 use super::buckets::Buckets;
@@ -31,7 +31,7 @@ pub struct Layer {
     /// The same pairs as id → fingerprints, for deletes.
     by_id: MultiMap,
     /// Ids deleted in this layer: they hide older layers' and the generation's pairs.
-    deleted: HashSet<u64>,
+    deleted: FastSet,
     /// Per table: the permuted fingerprints present in `added`.
     permuted: Vec<Buckets>,
     /// Per table: its permutation and probe prefix bits.
@@ -39,12 +39,12 @@ pub struct Layer {
     /// Operations applied (records of inserts and deletes), for the delta bound.
     ops: u64,
     /// Documents put in this layer (and not deleted since), by id.
-    docs: HashMap<u64, DocMeta>,
+    docs: FastMap<DocMeta>,
     /// The spans of `1 << SPAN_BITS` ids (`id >> SPAN_BITS`) in which this layer put a document
     /// or deleted an id: a string id's window lookup skips a layer that touched neither span
     /// of its window instead of looking up each of its ids (on 200k string ids, 32 lookups a
     /// document made ingest 1.2x slower).
-    spans: HashSet<u64>,
+    spans: FastSet,
     /// In a store that verifies exactly: how documents are indexed, and the index of the
     /// documents put here, prefix shingle → ids (an id put again or deleted may stay listed:
     /// a candidate is read back before it is compared).
@@ -65,12 +65,12 @@ impl Layer {
         Layer {
             added: MultiMap::default(),
             by_id: MultiMap::default(),
-            deleted: HashSet::new(),
+            deleted: FastSet::default(),
             permuted: tables.iter().map(|&(_, p)| Buckets::new(p)).collect(),
             tables,
             ops: 0,
-            docs: HashMap::new(),
-            spans: HashSet::new(),
+            docs: FastMap::default(),
+            spans: FastSet::default(),
             prefixer: None,
             tokens: MultiMap::default(),
         }
@@ -228,8 +228,8 @@ impl Layer {
     }
 
     /// Ids deleted.
-    pub fn deleted_ids(&self) -> &HashSet<u64> {
-        &self.deleted
+    pub fn deleted_ids(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.deleted.iter().copied()
     }
 
     /// Pairs held.

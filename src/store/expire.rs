@@ -69,7 +69,7 @@ impl Store {
                     out.push(id);
                 }
             }
-            decided.extend(layer.deleted_ids().iter().copied());
+            decided.extend(layer.deleted_ids());
         }
         // The generation's: each record's head, on all cores, a few thousand at a time.
         let g = &st.generation;

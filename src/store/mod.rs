@@ -34,6 +34,7 @@ mod durability;
 mod expire;
 mod gate;
 mod generation;
+mod hasher;
 mod multimap;
 internal_mod!(ids);
 mod keys;

@@ -1,7 +1,7 @@
 //! The new documents of one call, not yet in the store: what each later document of the
 //! call is compared with (see [`Scratch`]).
 
-use std::collections::{HashMap, HashSet};
+use super::hasher::{FastMap, FastSet};
 use std::sync::Arc;
 
 use super::Store;
@@ -24,7 +24,7 @@ pub(super) struct Scratch {
     docs: Vec<CallDoc>,
     /// Exact verification: the call's documents by prefix shingle (indices into `docs`).
     pub(super) exact: Option<Exact>,
-    tokens: HashMap<u64, Vec<usize>>,
+    tokens: FastMap<Vec<usize>>,
     /// The `seq` the call's next new document gets.
     pub(super) next_seq: u64,
     /// The current group's fingerprints (`docs[older_len..]`), indexed, or for a k too large
@@ -34,10 +34,10 @@ pub(super) struct Scratch {
     /// Whether each is still the latest put of its store id.
     live: Vec<bool>,
     /// Store id → index in `docs` of its latest put.
-    by_id: HashMap<u64, usize>,
+    by_id: FastMap<usize>,
     /// The spans of store ids (`n >> SPAN_BITS`) of `by_id`: a string id's window that touches
     /// none of them is placed without a lookup per id.
-    spans: HashSet<u64>,
+    spans: FastSet,
     /// `docs[..older_len]` are in `older` and not scanned.
     older: Option<Layer>,
     older_len: usize,
@@ -63,15 +63,15 @@ impl Scratch {
             tables,
             docs: Vec::new(),
             exact,
-            tokens: HashMap::new(),
+            tokens: FastMap::default(),
             next_seq: seq,
             recent: match Pigeonhole::new(k) {
                 Some(p) => Recent::Indexed(p),
                 None => Recent::Scanned(Vec::new()),
             },
             live: Vec::new(),
-            by_id: HashMap::new(),
-            spans: HashSet::new(),
+            by_id: FastMap::default(),
+            spans: FastSet::default(),
             older: None,
             older_len: 0,
         }
