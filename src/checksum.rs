@@ -56,7 +56,7 @@ pub fn mix64(mut z: u64) -> u64 {
 /// checked, one bit a block: a block is checked the first time it is read and not again, the
 /// bytes being immutable while the file is open. A table's blocks and an id or document map's
 /// share it; checking a map's 4 KiB block on every lookup was most of a store query's cost
-/// (docs/log/benchmarks.md, issue 29 part 16).
+/// (docs/log/benchmarks.md, “a store's queries”).
 #[derive(Debug)]
 pub struct Checked(Box<[AtomicU64]>);
 

@@ -36,8 +36,10 @@ fn batch_ids(i: u64) -> Vec<u64> {
     (0..BATCH).map(|j| i * 100 + j).collect()
 }
 
-/// The child's workload; a no-op unless run as the child.
+/// The child's workload: run only as the child of the test below (ignored otherwise, rather
+/// than passing without doing anything).
 #[test]
+#[ignore = "the child process of sigkill_at_any_moment_loses_no_acknowledged_write"]
 fn crash_child_workload() {
     let Ok(dir) = std::env::var("SIMDEX_CRASH_DIR") else {
         return;
@@ -81,6 +83,7 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
         .args([
             "crash_child_workload",
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])

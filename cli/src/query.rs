@@ -55,7 +55,8 @@ const MAX_BATCH: usize = 1 << 21;
 /// Queries asked of an index of `keys` fingerprints at once: a quarter as many as it stores
 /// (within [`BATCH`]..=[`MAX_BATCH`]), so that a large input reaches `Index::near_many`'s
 /// batch scan (taken from an eighth on, where it pays: 1.15-1.4x the queries per second at
-/// 1M keys, 1.7-2x at 10M; docs/log/benchmarks.md, issue 29 part 15) rather than query by query;
+/// 1M keys, 1.7-2x at 10M; docs/log/benchmarks.md, “a large `near_many` answered by one
+/// scan”) rather than query by query;
 /// [`BATCH`] where no batch this tool asks would reach it.
 fn index_batch(keys: u64) -> usize {
     match usize::try_from(keys / 4) {

@@ -1,4 +1,4 @@
-//! Regression tests of "Hardening III" (issue 25) for the CLI: inputs that can be read only once
+//! Regression tests of hardening for the CLI: inputs that can be read only once
 //! (pipes, FIFOs, `/dev/stdin`) are read once, and bad lines make short, located errors. Each
 //! failed before its fix (a second read of a pipe saw nothing, and the command said it had
 //! inserted, deleted or found nothing).

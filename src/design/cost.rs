@@ -28,7 +28,7 @@ pub const AUTO_BLOCK_SIZES: [u32; 3] = [1024, 2048, 4096];
 /// The block size of indexes up to [`AUTO_SEGMENTED_INDEX_BYTES`]: cut into segments of
 /// [`AUTO_SEGMENT_KEYS`] keys, bound + 3.25-3.4 bits per key in format 3 (+ 3.4-3.5 in format 2)
 /// instead of bound + 5.8 (256-byte blocks of format 1), and queries as fast or faster at 1M
-/// and 10M keys (docs/log/benchmarks.md, issue 29).
+/// and 10M keys (docs/log/benchmarks.md, “Queries toward the memory limit”).
 pub const AUTO_SEGMENTED_BLOCK_SIZE: u32 = 4096;
 /// The largest index (modelled bytes of all tables) [`auto_block_size`] gives segmented
 /// blocks: 1 GiB.
@@ -73,8 +73,8 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
 /// Modelled nanoseconds per key of a probe's range in a table aligned to its runs (format 4),
 /// against 11 for every other key decoded: the run is one segment, decoded on the vector
 /// path without a segment change. Fitted to where design 4 (aligned) stops being faster than
-/// design 10 (not aligned), measured in one process on the same keys (docs/log/benchmarks.md, issue
-/// 29, part 10): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. At 11
+/// design 10 (not aligned), measured in one process on the same keys (docs/log/benchmarks.md,
+/// “format 3 without format 4's cost, and faiss again”): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. At 11
 /// the model put that point at 4.2M, so `auto` gave 5M-6M keys design 10, 4-10% slower at
 /// 2.5x the bytes; at 7.5 it is at about 6.4M.
 const ALIGNED_RUN_KEY_NS: f64 = 7.5;
@@ -163,7 +163,7 @@ impl Design {
         // Once the index outgrows the CPU caches, each probe's block is a cache miss and a TLB
         // miss whose page walk itself misses more often the larger the mapping: ~90 ns per
         // doubling of the index beyond 64 MiB. Fitted to the query bench (one thread, pages
-        // mapped) at 1M, 10M and 100M; see docs/log/benchmarks.md, issue 16, third step.
+        // mapped) at 1M, 10M and 100M; see docs/log/benchmarks.md, “Batch skips blocks, populate, huge pages, a re-fitted cost model, and 100M”.
         let index_bytes = table_bytes * self.tables.len() as f64;
         let miss = 90.0 * (index_bytes / (64u64 << 20) as f64).log2().max(0.0);
         let mut probes = 0.0;
@@ -252,11 +252,12 @@ mod tests {
 
     #[test]
     fn auto_picks_the_designs_measured_fastest() {
-        // One thread, pages mapped, uniform random fingerprints (docs/log/benchmarks.md, issue 16): at
+        // One thread, pages mapped, uniform random fingerprints (docs/log/benchmarks.md, “Batch
+        // skips blocks, populate, huge pages, a re-fitted cost model, and 100M”): at
         // 1M design 4 (2.1 µs) beat 10 (3.6); at 10M 10 (7.5) beat 4 (8.6) and 16 (14.5); at
         // 100M 10 (10.4-11.5) beat 16 (15.2-17.7), and for k = 2 m3c1r0 (4.1-4.7) beat m4c2r0
         // (5.2-5.9), which the model without its cache-miss term picked.
-        // Design 4 in format 4 (aligned) against design 10, same keys (issue 29, part 10):
+        // Design 4 in format 4 (aligned) against design 10, same keys (the log's “format 3 without format 4's cost”):
         // 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. The same re-fit moved two picks at large
         // k to designs whose runs are aligned, measured faster (`simdex query --timing
         // --populate`, one thread): k = 5 at 300k keys m6c1r0 (5.6-7.1 µs) over m3c1r1

@@ -222,7 +222,7 @@ impl Index<Vec<u8>> {
     /// the first time a query reads it, and where the kernel maps its files in 4 KiB pages its
     /// probes also miss the TLB (queries 1.2x faster at 10M keys and 1.5-1.8x at 100M than
     /// such a reader's). A populated map in 2 MiB pages (a fresh build on ext4) is as fast or
-    /// faster: 1.1x at 1B (docs/log/benchmarks.md, issue 29 part 17).
+    /// faster: 1.1x at 1B (docs/log/benchmarks.md, “the 1B, 100M, 10M and 1M rows on 16 cores”).
     pub fn open_in_memory(dir: impl AsRef<Path>) -> Result<Index<Vec<u8>>> {
         let dir = dir.as_ref();
         let manifest = read_manifest(dir)?;

@@ -242,7 +242,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
         // The planned scan of `near`, not a probe loop that stops at the first match: most
         // queries of a dedup match nothing and make every probe anyway, and the scan overlaps
         // the probes' misses and decodes them in the vector lanes (at 10M, design 10, half the
-        // queries matching: 3.5-3.8 µs against 5.4; docs/log/benchmarks.md, issue 29 part 7).
+        // queries matching: 3.5-3.8 µs against 5.4; docs/log/benchmarks.md, “batch skip-scans that stop
+        // mid-segment”).
         let mut out = Vec::new();
         let work = self.near_work(fp, k, &mut out)?;
         self.counters.add(1, &work);

@@ -38,7 +38,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// block (or a prefix run) share its decoding; query by query, each probe pays its own
     /// block search, head and misses. So the scan pays once a batch's probe entries crowd
     /// each table: from one entry (a query's probe of the table) per [`SCAN_SHARE`] stored
-    /// keys. Measured on one thread (docs/log/benchmarks.md, issue 29 part 15), one probe a table: at
+    /// keys. Measured on one thread (docs/log/benchmarks.md, “a large `near_many` answered by one
+    /// scan”), one probe a table: at
     /// 1M keys (design 4) it broke even at a sixteenth as many queries as keys and took 0.85x
     /// the time at an eighth, 0.7-0.75x from a quarter on; at 10M (design 10), 0.5-0.6x from
     /// an eighth on (and 0.7-0.85x already at a fortieth), but at 100M (B = 1024) 1.1-1.25x
@@ -46,7 +47,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// random probes. A design with a probe radius makes 22-33 probes a table (m3c1r1, which
     /// `auto` takes for k = 5 at 10M; m2c1r1): the scan broke even at a six-hundredth as many
     /// queries as keys at 10M, took 0.55x at a hundredth and 0.35-0.63x from 4096 queries at
-    /// 1M (part 19); counting entries, not queries, takes it there from a two-hundredth (10M,
+    /// 1M (the log's “one probe list per table”); counting entries, not queries, takes it there from a two-hundredth (10M,
     /// m3c1r1: 56k queries) or from `SCAN_MIN` (1M, m2c1r1).
     /// Only for batches of [`SCAN_MIN`] queries or more (a smaller call keeps the latency of a
     /// few queries), while its in-memory probe lists fit in [`SCAN_MEMORY`].

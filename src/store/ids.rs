@@ -33,8 +33,9 @@ pub const IDS_VERSION: u32 = 1;
 /// Header length in bytes.
 pub const IDS_HEADER_LEN: usize = super::blocks::HEADER_LEN;
 /// Block size the store writes: about 100 pairs of a large store, of which a lookup decodes
-/// half. At 4096 bytes (~400 pairs, the size before issue 29 part 16), decoding them was most
-/// of a store query's work: on 1M pairs, a query cost 24.5k instructions against the
+/// half. At 4096 bytes (~400 pairs, the size before store queries were measured:
+/// docs/log/benchmarks.md, “a store's queries”), decoding them was most of a store query's
+/// work: on 1M pairs, a query cost 24.5k instructions against the
 /// index's 8.2k; at 1024 bytes, 15.7k (512: 14.2k). The cost is 1.9% more bytes on disk
 /// and 8 bytes of memory a block (0.08 a pair) for its first fingerprint. Readers take any
 /// power of two from 64 bytes on, so maps written before still open.

@@ -299,7 +299,7 @@ impl<D: AsRef<[u8]> + Sync> MultiScan<'_, D> {
         // The plan's buffer is kept per thread between calls (a call that finds none, a
         // nested one, makes its own) rather than zeroed afresh on the stack, 64 probes of 104
         // bytes: that made a single query 0.87-0.95x of its time at 1M-100M keys
-        // (docs/log/benchmarks.md, part 8). What an earlier query left in it is overwritten before it
+        // (docs/log/benchmarks.md, “an A/B harness”). What an earlier query left in it is overwritten before it
         // is read (`plan`).
         let mut plan = PLAN
             .take()

@@ -1,4 +1,4 @@
-"""Regression tests of "Hardening III" (issue 25) for the Python package: fork, pools, Ctrl-C,
+"""Regression tests of hardening for the Python package: fork, pools, Ctrl-C,
 torn tails, bounded threads, argument checks and the Arrow boundary. Each failed before its fix."""
 
 from __future__ import annotations

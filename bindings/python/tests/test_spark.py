@@ -378,7 +378,7 @@ def test_one_idf_table_from_the_cli_python_and_spark(spark, tmp_path: Path) -> N
     assert _learn_idf(spark, df, 2, False) == learned
 
 
-# -- Hardening III (issue 25) -------------------------------------------------------------------
+# -- Hardening: hostile inputs and interrupts ----------------------------------------------------
 
 
 def _cli_bad(path: Path, *args: str) -> list[str]:

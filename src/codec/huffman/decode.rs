@@ -105,7 +105,7 @@ pub struct DecodeTable {
 /// code: ten 4 KiB first levels took most of a 48 KiB L1 cache that the blocks' lines stream
 /// through. Shared (and in 16-bit entries, [`lane_entry`]), a query of that 60M index misses
 /// L1 142 times instead of 327 (cachegrind), at 100M 71 times instead of 117
-/// (docs/log/benchmarks.md, part 22).
+/// (docs/log/benchmarks.md, “one decode table per code, in 16-bit entries”).
 type Shared = Vec<(u8, Lengths, std::sync::Weak<DecodeTable>)>;
 static SHARED: std::sync::Mutex<Shared> = std::sync::Mutex::new(Vec::new());
 

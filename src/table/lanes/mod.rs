@@ -77,7 +77,7 @@ const MSB: u64 = 1 << 63;
 /// served a lane of several groups it walked as many streams in turn and the prefetchers lost
 /// them (two groups were 1.3x slower per query than one at 10M, design 4). With one group the
 /// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does (docs/log/benchmarks.md,
-/// part 8).
+/// “one group of lanes, the stream prefetched”).
 const STREAM_AHEAD: usize = 128;
 
 thread_local! {
@@ -143,7 +143,7 @@ impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {
     /// as any of its lanes is live, so more groups only meant more steps with idle lanes. A
     /// single `near` of design 10 (ten probes) was 1.15x faster in one group than in three at
     /// 10M keys and 1.08x at 100M, m4c2r1 (198 probes) 1.2x; a stream of many queries was
-    /// level in one or two (docs/log/benchmarks.md, part 8).
+    /// level in one or two (docs/log/benchmarks.md, “one group of lanes”).
     ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT ([`supported`]).

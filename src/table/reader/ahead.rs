@@ -188,7 +188,8 @@ fn decided((from, to): (u32, u32)) -> Option<usize> {
 /// the lines after the skip entries hold that segment only for probes that start near the
 /// block's start, and they take fill buffers the query's other misses need. At 1B keys
 /// (format 4, 1 KiB blocks, skip entries of 37-74 bytes) 2 lines took 0.95x the time of 4 on
-/// a 16-core Xeon (part 17); at 100M on the 2-core VM, 0.93-0.98 (part 18, docs/log/benchmarks.md).
+/// a 16-core Xeon; at 100M on the 2-core VM, 0.93-0.98 (docs/log/benchmarks.md, “the A/B
+/// harness's order bias, and a segment guessed before the head”).
 /// Blocks of 4 KiB (1M and 10M keys) keep 4: their skip entries take 3 lines or more.
 pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
     use crate::table::format::COMPACT_VERSION;
@@ -216,7 +217,7 @@ pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
 const SHORT_HEAD_LINES: usize = 2;
 
 /// Cache lines of a block prefetched ahead of its decode: all of a 256-byte block (1 or 2
-/// lines measured no faster at 100M keys in part 8; a short head asks for 2, above).
+/// lines measured no faster at 100M keys, the log's “an A/B harness”; a short head asks for 2, above).
 const PREFETCH_LINES: usize = 4;
 
 /// Cache lines prefetched of a block whose crc this reader has not checked yet: all of a
@@ -292,7 +293,7 @@ mod tests {
         }
     }
 
-    /// Two head lines where part 17 measured them faster (1 KiB blocks at 1B and 100M keys,
+    /// Two head lines where they measured faster (1 KiB blocks at 1B and 100M keys,
     /// skip entries of ~50 bytes), four where the skip entries run past them (4 KiB blocks at
     /// 1M and 10M keys), in blocks of at most four lines, or without skip entries.
     #[test]

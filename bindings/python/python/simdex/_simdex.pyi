@@ -87,7 +87,7 @@ class Index:
         pages where the kernel allows, safe from files changed underneath and from the page
         cache's evictions, at the cost of its size in RAM and the read time. Its queries are
         as fast as ``populate=True``'s where the kernel maps the files in 2 MiB pages (a fresh
-        build, docs/log/benchmarks.md part 17) and faster where it cannot.
+        build, docs/log/benchmarks.md, “the 1B, 100M, 10M and 1M rows on 16 cores”) and faster where it cannot.
 
         ``populate=True`` reads every table into the page cache and maps all its pages now
         (Linux; ignored elsewhere) and checks every block's checksum: no page faults or
