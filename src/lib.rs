@@ -27,6 +27,12 @@
 //! `format-spec/simhash.md`; and [`dedup`]: a corpus's fingerprints to candidate pairs (equal
 //! fingerprints and the index self-join), verified by exact Jaccard where asked, to clusters.
 //!
+//! **Limitations.** Fingerprints are 64 bits; an index answers k up to its design's (automatic
+//! designs: k ≤ 7). One process writes a store (others read what it held when they opened it).
+//! Unix only; the vector fast paths are x86-64's (elsewhere scalar, same answers). Verification
+//! is exact in [`dedup`] and in a store created to keep shingle sets; a sketch store's is an
+//! estimate, and so is "within k" without verification. README.md, "Limitations", has the rest.
+//!
 //! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log,
 //! delta, generations) → [`design`] and [`permutation`] (fingerprint to key) → [`index`] (t
 //! tables and a manifest; a query's probes, as key ranges of tables) → [`table`] (sorted keys
