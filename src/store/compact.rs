@@ -12,6 +12,8 @@ use super::open::{log_numbers, perms_of};
 use super::storage::OsStorage;
 use super::wal::{self, LogWriter};
 use super::*;
+use crate::codec::Codec;
+use crate::error::{Error, Result};
 
 /// The dead bytes an automatic compaction leaves in a generation's shingle sets, as a fraction
 /// of the live ones, before it rewrites them: a store of re-crawled pages rewrites its sets
@@ -19,8 +21,6 @@ use super::*;
 const AUTO_SETS_SLACK: f64 = 0.25;
 /// The same for an explicit [`Store::compact`] (after an expiry, say): space is reclaimed.
 const SETS_SLACK: f64 = 0.02;
-use crate::codec::Codec;
-use crate::error::{Error, Result};
 
 impl Store {
     /// Fold the delta into a new generation. Queries (and, except during a rebuild, writes)

@@ -102,11 +102,6 @@ impl Layer {
         self.tokens.get(token)
     }
 
-    /// Entries of the prefix index (see [`Self::token_ids`]).
-    pub fn token_count(&self) -> usize {
-        self.tokens.len()
-    }
-
     /// The prefix index's (shingle, id) entries, in no particular order.
     pub fn token_pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.tokens.iter()

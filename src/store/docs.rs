@@ -22,13 +22,14 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{BlockWriter, HEADER_LEN, read_block, read_footer};
-/// Header length of a map of version 2 (its count of live shingle-set bytes added).
-const HEADER_LEN_SETS: usize = HEADER_LEN + 8;
 use super::sets::{SETS_HEADER_LEN, SetHead, SetsFile, SetsWriter};
 use super::varint::{get_varint, put_varint};
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
 use crate::table::format::{check_crc, crc_at};
+
+/// Header length of a map of version 2 (its count of live shingle-set bytes added).
+const HEADER_LEN_SETS: usize = HEADER_LEN + 8;
 
 /// Magic bytes at the start of a document map.
 pub const DOCS_MAGIC: [u8; 8] = *b"SIMDXDOC";
@@ -484,34 +485,26 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         self.header.sets_live
     }
 
+    /// The shingle sets a version 2 map points into.
+    fn sets_file(&self) -> Result<&SetsFile<D>> {
+        self.sets.as_ref().ok_or_else(|| {
+            Error::InvalidArgument("a document map of version 2 read without its sets".into())
+        })
+    }
+
     /// The head of the set record at `at` (its crc checked, its hashes not decoded).
     pub fn set_head(&self, at: u64) -> Result<SetHead> {
-        match &self.sets {
-            Some(s) => s.head(at),
-            None => Err(Error::InvalidArgument(
-                "a document map of version 2 read without its sets".into(),
-            )),
-        }
+        self.sets_file()?.head(at)
     }
 
     /// The set record at `at`: its head, its hashes into `hashes`.
     pub fn read_set(&self, at: u64, hashes: &mut Vec<u64>) -> Result<SetHead> {
-        match &self.sets {
-            Some(s) => Ok(s.read(at, hashes)?.0),
-            None => Err(Error::InvalidArgument(
-                "a document map of version 2 read without its sets".into(),
-            )),
-        }
+        Ok(self.sets_file()?.read(at, hashes)?.0)
     }
 
     /// The length of the set record at `at` (see [`SetsFile::record_len`]).
     pub fn set_record_len(&self, at: u64) -> Result<u64> {
-        match &self.sets {
-            Some(s) => s.record_len(at),
-            None => Err(Error::InvalidArgument(
-                "a document map of version 2 read without its sets".into(),
-            )),
-        }
+        self.sets_file()?.record_len(at)
     }
 
     /// Decode block `i`, calling `f(id, sketch, key, set offset)` per entry until it returns
@@ -698,12 +691,9 @@ fn meta(sketch: &[u8], key: Option<&str>) -> DocMeta {
 impl<D: AsRef<[u8]>> DocMap<D> {
     /// `m`, document `id`'s, with the shingle set its entry points to (`at`), read from the
     /// sets file: a record written for another id is corruption.
-    fn with_set(&self, id: u64, mut m: DocMeta, at: Option<u64>) -> Result<DocMeta> {
+    pub fn with_set(&self, id: u64, mut m: DocMeta, at: Option<u64>) -> Result<DocMeta> {
         if let Some(at) = at {
-            let sets = self.sets.as_ref().ok_or_else(|| {
-                Error::InvalidArgument("a document map of version 2 read without its sets".into())
-            })?;
-            let (of, set) = sets.get(at)?;
+            let (of, set) = self.sets_file()?.get(at)?;
             if of != id {
                 return Err(Error::corrupt(
                     "shingle sets record",

@@ -270,7 +270,6 @@ fn merge_compaction<W: std::io::Write + std::io::Seek, S: std::io::Write>(
     append: bool,
     dir: &Path,
 ) -> Result<Relocation> {
-    use std::sync::Arc;
     let mut old = d
         .entries()
         .map(|r| r.map_err(|e| e.with_path(dir)))
@@ -278,7 +277,6 @@ fn merge_compaction<W: std::io::Write + std::io::Seek, S: std::io::Write>(
     let mut mine = layer_docs(layer);
     let mut out = Relocation::default();
     let mut moved = Vec::new();
-    let mut buf = Vec::new();
     let set_at = |at: Option<u64>| {
         at.ok_or_else(|| Error::corrupt("document map entry", 0, "a set offset", "none"))
     };
@@ -299,7 +297,7 @@ fn merge_compaction<W: std::io::Write + std::io::Seek, S: std::io::Write>(
             (None, Some(_)) => false,
         };
         if take_old {
-            let Some(Ok((id, mut meta, at))) = old.next() else {
+            let Some(Ok((id, meta, at))) = old.next() else {
                 unreachable!()
             };
             let at = set_at(at)?;
@@ -309,21 +307,7 @@ fn merge_compaction<W: std::io::Write + std::io::Seek, S: std::io::Write>(
                 (true, false) => {}
                 (false, true) => dw.add_carried(id, &meta, at)?,
                 (false, false) => {
-                    let h = d.read_set(at, &mut buf)?;
-                    if h.id != id {
-                        return Err(Error::corrupt(
-                            "shingle sets record",
-                            at,
-                            format!("the set of document {id}"),
-                            format!("the set of document {}", h.id),
-                        ));
-                    }
-                    meta.set = Some(Arc::new(crate::store::docs::DocSet {
-                        fingerprint: h.fingerprint,
-                        seq: h.seq,
-                        time: h.time,
-                        hashes: buf.as_slice().into(),
-                    }));
+                    let meta = d.with_set(id, meta, Some(at))?;
                     let to = dw.put(id, &meta)?;
                     moved.extend(to.map(|to| (at, to)));
                 }
