@@ -19,6 +19,17 @@ pub(super) struct Exact {
     pub(super) p: Arc<super::prefix::Prefixer>,
 }
 
+impl Exact {
+    /// What a set of `n` shingles is looked up by at `t`: the first shingles of its `prefix`
+    /// (its prefix at the store's threshold, which starts with its prefix at `t`), and how
+    /// many of them a stored set must share to be a candidate.
+    pub(super) fn probe<'a>(&self, n: usize, prefix: &'a [u64]) -> (&'a [u64], usize) {
+        use super::prefix::{prefix_len, shared_needed};
+        let query = &prefix[..prefix_len(n, self.t).min(prefix.len())];
+        (query, shared_needed(n, self.t))
+    }
+}
+
 /// What a document is compared by: its sketch, and its shingle set where the store keeps sets.
 pub(super) type Compared<'a> = (&'a [u8], Option<&'a [u64]>);
 

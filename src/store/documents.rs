@@ -433,8 +433,7 @@ impl Store {
         e: &Exact,
         own: Option<u64>,
     ) -> Result<(Vec<Candidate>, Own)> {
-        let query = &prefix[..super::prefix::prefix_len(set.len(), e.t).min(prefix.len())];
-        let need = super::prefix::shared_needed(set.len(), e.t);
+        let (query, need) = e.probe(set.len(), prefix);
         let st = self.read_state();
         let g = &st.generation;
         let layers = st.layers();
@@ -445,7 +444,7 @@ impl Store {
         for &t in query {
             ats.extend(index.get(t));
         }
-        let ats = sharing(ats, need);
+        let ats = super::prefix::sharing(ats, need);
         if let Some(docs) = g.docs().filter(|_| !ats.is_empty()) {
             let err = |e| g.docs_error(e);
             let mut buf = Vec::new();
@@ -486,7 +485,7 @@ impl Store {
             .iter()
             .flat_map(|&t| layers.iter().flat_map(move |l| l.token_ids(t)))
             .collect();
-        for id in sharing(ids, need) {
+        for id in super::prefix::sharing(ids, need) {
             let Some(doc) = layers.iter().rev().find_map(|l| l.doc(id)).flatten() else {
                 continue;
             };
@@ -503,19 +502,6 @@ impl Store {
         out.sort_by(better);
         Ok((out, mine))
     }
-}
-
-/// The distinct values of `hits` (one per prefix shingle a stored set shares) that occur at
-/// least `need` times, ascending.
-pub(super) fn sharing<T: Ord + Copy>(mut hits: Vec<T>, need: usize) -> Vec<T> {
-    hits.sort_unstable();
-    let mut out = Vec::new();
-    for run in hits.chunk_by(|a, b| a == b) {
-        if run.len() >= need {
-            out.push(run[0]);
-        }
-    }
-    out
 }
 
 /// What a document's check found of its own stored version.

@@ -182,6 +182,19 @@ impl Prefixer {
     }
 }
 
+/// The distinct values of `hits` (one per prefix shingle a stored set shares) that occur at
+/// least `need` times, ascending.
+pub fn sharing<T: Ord + Copy>(mut hits: Vec<T>, need: usize) -> Vec<T> {
+    hits.sort_unstable();
+    let mut out = Vec::new();
+    for run in hits.chunk_by(|a, b| a == b) {
+        if run.len() >= need {
+            out.push(run[0]);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,14 +164,14 @@ impl Scratch {
         own: Option<u64>,
     ) -> Option<Candidate> {
         let e = self.exact.as_ref()?;
-        let query = &prefix[..super::prefix::prefix_len(set.len(), e.t).min(prefix.len())];
+        let (query, need) = e.probe(set.len(), prefix);
         let hits: Vec<usize> = query
             .iter()
             .filter_map(|t| self.tokens.get(t))
             .flatten()
             .copied()
             .collect();
-        let seen = super::documents::sharing(hits, super::prefix::shared_needed(set.len(), e.t));
+        let seen = super::prefix::sharing(hits, need);
         let mut best: Option<Candidate> = None;
         for i in seen {
             let (fp, n, id, _, s) = &self.docs[i];
