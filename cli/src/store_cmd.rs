@@ -452,20 +452,15 @@ pub fn rebuild(a: RebuildArgs) -> Result<()> {
 fn parse_age(s: &str) -> std::result::Result<u64, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let ms: u64 = match unit {
-        "d" => 86_400_000,
-        "h" => 3_600_000,
-        "m" => 60_000,
-        "s" => 1000,
-        "ms" => 1,
-        _ => {
-            return Err(format!(
-                "{s:?}: a whole number and a unit (d, h, m, s or ms), as 90d"
-            ));
-        }
+    let ms: Option<u64> = match unit {
+        "d" => Some(86_400_000),
+        "h" => Some(3_600_000),
+        "m" => Some(60_000),
+        "s" => Some(1000),
+        "ms" => Some(1),
+        _ => None,
     };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(ms))
+    ms.zip(num.parse::<u64>().ok())
+        .and_then(|(ms, n)| n.checked_mul(ms))
         .ok_or_else(|| format!("{s:?}: a whole number and a unit (d, h, m, s or ms), as 90d"))
 }

@@ -74,16 +74,9 @@ impl Store {
         // The generation's: each record's head, on all cores, a few thousand at a time.
         let g = &st.generation;
         if let Some(docs) = g.docs().filter(|d| d.has_sets()) {
-            let mut it = docs.entries().peekable();
-            let mut chunk: Vec<(u64, u64)> = Vec::with_capacity(4096);
-            while it.peek().is_some() {
-                chunk.clear();
-                for r in it.by_ref().take(4096) {
-                    let (id, _, at) = r.map_err(|e| g.docs_error(e))?;
-                    if let Some(at) = at.filter(|_| !decided.contains(&id)) {
-                        chunk.push((id, at));
-                    }
-                }
+            for chunk in docs.set_chunks() {
+                let mut chunk = chunk.map_err(|e| g.docs_error(e))?;
+                chunk.retain(|(id, _)| !decided.contains(id));
                 let hits: Vec<Option<u64>> = chunk
                     .par_iter()
                     .map(|&(id, at)| {

@@ -229,18 +229,10 @@ impl Generation {
         };
         // A few thousand documents' sets at a time, their prefixes on all cores.
         let mut index = super::prefix_index::Builder::default();
-        let mut chunk: Vec<u64> = Vec::with_capacity(4096);
-        let mut it = docs.entries().peekable();
-        while it.peek().is_some() {
-            chunk.clear();
-            for r in it.by_ref().take(4096) {
-                if let (_, _, Some(at)) = r? {
-                    chunk.push(at);
-                }
-            }
-            let part: Vec<(u64, Vec<u64>)> = chunk
+        for chunk in docs.set_chunks() {
+            let part: Vec<(u64, Vec<u64>)> = chunk?
                 .par_iter()
-                .map_init(Vec::new, |buf, &at| {
+                .map_init(Vec::new, |buf, &(_, at)| {
                     docs.read_set(at, buf)?;
                     Ok((at, p.indexed(buf)))
                 })
