@@ -108,6 +108,13 @@ impl MultiMap {
         )
     }
 
+    /// Empty, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.first.clear();
+        self.rest.clear();
+        self.len = 0;
+    }
+
     /// Pairs held.
     pub(crate) fn len(&self) -> usize {
         self.len

@@ -9,6 +9,7 @@ use super::candidate::{Candidate, Compared, Exact, better, similarity};
 use super::delta::{Layer, SPAN_BITS};
 use super::docs::{DocMeta, DocSet};
 use super::keys::DocId;
+use super::multimap::MultiMap;
 use super::pigeonhole::Pigeonhole;
 use crate::error::Result;
 use crate::index::probe::Work;
@@ -24,7 +25,7 @@ pub(super) struct Scratch {
     docs: Vec<CallDoc>,
     /// Exact verification: the call's documents by prefix shingle (indices into `docs`).
     pub(super) exact: Option<Exact>,
-    tokens: FastMap<Vec<usize>>,
+    tokens: MultiMap,
     /// The `seq` the call's next new document gets.
     pub(super) next_seq: u64,
     /// The current group's fingerprints (`docs[older_len..]`), indexed, or for a k too large
@@ -63,7 +64,7 @@ impl Scratch {
             tables,
             docs: Vec::new(),
             exact,
-            tokens: FastMap::default(),
+            tokens: MultiMap::default(),
             next_seq: seq,
             recent: match Pigeonhole::new(k) {
                 Some(p) => Recent::Indexed(p),
@@ -119,7 +120,7 @@ impl Scratch {
         }
         if let (Some(_), Some(prefix)) = (&self.exact, prefix) {
             for &t in prefix {
-                self.tokens.entry(t).or_default().push(i);
+                self.tokens.insert(t, i as u64);
             }
         }
         self.docs
@@ -167,9 +168,8 @@ impl Scratch {
         let (query, need) = e.probe(set.len(), prefix);
         let hits: Vec<usize> = query
             .iter()
-            .filter_map(|t| self.tokens.get(t))
-            .flatten()
-            .copied()
+            .flat_map(|&t| self.tokens.get(t))
+            .map(|i| i as usize)
             .collect();
         let seen = super::prefix::sharing(hits, need);
         let mut best: Option<Candidate> = None;
