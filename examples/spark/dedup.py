@@ -10,7 +10,7 @@ Options: `python -m simdex.spark --help`.
 """
 import sys
 
-from simdex._spark_main import main
+from simdex.spark.__main__ import main
 
 if __name__ == "__main__":
     sys.exit(main())

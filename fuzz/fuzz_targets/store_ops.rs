@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use libfuzzer_sys::fuzz_target;
 
 /// The tests' log storage (real files; a write that stops midway on request).
-#[path = "../../tests/common/storage.rs"]
+#[path = "../../tests/suite/common/storage.rs"]
 #[allow(dead_code)]
 mod storage;
 use simdex::index::DesignChoice;

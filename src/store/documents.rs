@@ -24,10 +24,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::candidate::{Candidate, Compared, Exact, better, similarity};
-use super::docs::{DocMeta, DocSet};
+use super::docs::DocMeta;
 use super::keys::{DocId, Slots, caller_id};
 use super::open::perms_of;
 use super::scratch::Scratch;
+use super::sets::DocSet;
 use super::wal::Put;
 use super::*;
 use crate::error::{Error, Result};

@@ -64,7 +64,7 @@ use durability::{Durability, lock};
 use generation::Current;
 use wal::LogWriter;
 
-pub use docs::{DocMeta, DocSet, MAX_KEY_BYTES};
+pub use docs::{DocMeta, MAX_KEY_BYTES};
 pub use documents::{Document, IngestOptions, Verdict};
 pub use expire::Expiry;
 pub use generation::{Generation, GenerationSummary};
@@ -74,6 +74,7 @@ pub use options::{
     StoreRow, StoreStats, SyncPolicy,
 };
 pub use recipe::{Hashed, LEARN_DOCS, MIN_LEARN_DOCS, RECIPE_NAME, Recipe};
+pub use sets::DocSet;
 
 /// File name of the writer lock.
 pub const LOCK_NAME: &str = "LOCK";

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use super::Store;
 use super::candidate::{Candidate, Compared, Exact, better, similarity};
 use super::delta::{Layer, SPAN_BITS};
-use super::docs::{DocMeta, DocSet};
+use super::docs::DocMeta;
 use super::keys::DocId;
 use super::multimap::MultiMap;
 use super::pigeonhole::Pigeonhole;
+use super::sets::DocSet;
 use crate::error::Result;
 use crate::index::probe::Work;
 

@@ -17,9 +17,23 @@ use std::sync::Arc;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use super::docs::DocSet;
 use crate::checksum::crc_at;
 use crate::error::{Error, Result};
+
+/// What a store that verifies exactly keeps of a document besides its sketch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocSet {
+    /// Its fingerprint (a match found by its shingles reports its distance).
+    pub fingerprint: u64,
+    /// Its place in the order documents were stored (1, 2, ...): of two equally similar
+    /// matches, the earlier stored is the answer.
+    pub seq: u64,
+    /// When it was stored: milliseconds since the Unix epoch, by the writer's clock (what
+    /// expiry by time compares).
+    pub time: u64,
+    /// Its word 3-shingle set, ascending.
+    pub hashes: Box<[u64]>,
+}
 
 /// Magic bytes at the start of a sets file.
 pub const SETS_MAGIC: [u8; 8] = *b"SIMDXSET";

@@ -17,7 +17,8 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use std::sync::Arc;
 
-use super::docs::{DocMeta, DocSet};
+use super::docs::DocMeta;
+use super::sets::DocSet;
 use super::storage::{LogFile, LogStorage};
 use crate::error::{Error, Result};
 use crate::checksum::crc_at;

@@ -24,20 +24,13 @@
 
 pub use super::encoder::BlockEncoder;
 pub use super::segment::Head;
+pub use super::format::{BLOCK_HEADER_LEN, BLOCK_TRAILER_LEN};
 use super::segment::{Segments, Start};
 use crate::codec::Codec;
 use crate::codec::bitio;
 use crate::codec::huffman::DecodeTable;
 use crate::error::{Error, Result};
 
-/// Bytes before the coded stream: count (4) and first key (8).
-pub const BLOCK_HEADER_LEN: usize = 12;
-/// Bytes after the coded stream: the crc32.
-pub const BLOCK_TRAILER_LEN: usize = 4;
-/// Smallest block size.
-pub const MIN_BLOCK_SIZE: u32 = 128;
-/// Largest block size.
-pub const MAX_BLOCK_SIZE: u32 = 65536;
 
 /// Bits available for the coded stream in a block of `block_size` bytes.
 pub fn stream_bits(block_size: u32) -> u64 {

@@ -13,12 +13,26 @@
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use super::block::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use crate::codec::Codec;
 use crate::codec::huffman::{Code, Lengths};
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 
+/// Bytes before the coded stream: count (4) and first key (8).
+pub const BLOCK_HEADER_LEN: usize = 12;
+/// Bytes after the coded stream: the crc32.
+pub const BLOCK_TRAILER_LEN: usize = 4;
+/// Smallest block size.
+pub const MIN_BLOCK_SIZE: u32 = 128;
+/// Largest block size.
+pub const MAX_BLOCK_SIZE: u32 = 65536;
+/// The largest block size a segmented table may use: skip entries hold stream bit offsets in
+/// 16 bits, and a block of 8192 bytes has 65408 stream bits.
+pub const MAX_SEGMENTED_BLOCK_SIZE: u32 = 8192;
+/// Fewest keys per segment a table may declare.
+pub const MIN_SEGMENT_KEYS: u32 = 2;
+/// Most keys per segment a table may declare.
+pub const MAX_SEGMENT_KEYS: u32 = 65535;
 /// Magic at the start of a table file.
 pub const HEADER_MAGIC: [u8; 8] = *b"SIMDXTBL";
 /// Magic at the very end of a table file.
@@ -98,7 +112,6 @@ pub fn check_aligned_prefix(aligned_prefix: u32) -> Result<()> {
 
 /// Check a segment length for blocks of `block_size` bytes (0: unsegmented, always valid).
 pub fn check_segment_keys(segment_keys: u32, block_size: u32) -> Result<()> {
-    use super::segment::{MAX_SEGMENT_KEYS, MAX_SEGMENTED_BLOCK_SIZE, MIN_SEGMENT_KEYS};
     if segment_keys == 0 {
         return Ok(());
     }
@@ -193,9 +206,9 @@ impl Header {
                         20,
                         format!(
                             "keys per segment in {}..={} with a block size of at most {}",
-                            super::segment::MIN_SEGMENT_KEYS,
-                            super::segment::MAX_SEGMENT_KEYS,
-                            super::segment::MAX_SEGMENTED_BLOCK_SIZE
+                            MIN_SEGMENT_KEYS,
+                            MAX_SEGMENT_KEYS,
+                            MAX_SEGMENTED_BLOCK_SIZE
                         ),
                         format!("{segment_keys} keys in blocks of {block_size}"),
             ));

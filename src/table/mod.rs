@@ -16,6 +16,7 @@ mod encoder;
 pub(crate) mod lanes;
 pub(crate) mod multiscan;
 pub(crate) mod parallel;
+mod planned;
 pub mod reader;
 mod segment;
 mod verify;
@@ -25,9 +26,8 @@ pub use builder::{
     build_file, build_to,
 };
 pub use cursor::Range;
-pub use format::{check_block_size, check_segment_keys};
+pub use format::{MAX_SEGMENTED_BLOCK_SIZE, check_block_size, check_segment_keys};
 pub use reader::{Table, TableStats, VerifyReport};
-pub use segment::MAX_SEGMENTED_BLOCK_SIZE;
 
 /// The information bound for `n` distinct 64-bit keys: log2 C(2^64, n) / n bits per key, the
 /// fewest bits per key that any encoding of an arbitrary n-key set can average.

@@ -7,10 +7,10 @@
 //! located, most by its bucket alone: `table::directory`) their blocks' first cache lines,
 //! `madvise`d too while the tables are out of memory ([`Residency`], `crate::os`), with the
 //! last keys of the few blocks a bucket could not decide between a round before theirs —
-//! and then every block is opened and
-//! one key of each open probe is decoded in turn. The last round parses each block's head to
-//! find the probe's segment; that parse ([`Shape`]) goes with the probe ([`Planned`]) to the
-//! lane that decodes it, which does not parse the head again. Probes are independent, so
+//! and then every block is opened and one key of each open probe is decoded in turn. The last
+//! round parses each block's head to find the probe's segment; that parse (`segment::Shape`)
+//! goes with the probe ([`Planned`]) to the lane that decodes it, which does not parse the
+//! head again. Probes are independent, so
 //! their cache misses overlap and so do their serial decode chains (each key needs the one
 //! before it).
 //! Where the CPU has AVX2 and the tables suit it, the decoding after the rounds runs four
@@ -27,59 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use super::Table;
 use super::cursor::Work;
 use super::cursor::{Cursor, Step};
-use super::segment::{Entry, Shape};
+use super::planned::{Planned, ProbeStream};
 use crate::error::Result;
-
-/// A planned probe: the keys of table `table` in `lo..=hi`, compared with the permuted
-/// query `query`, decoded from the segment `entry` of block `block` on (with what planning
-/// read of its skip entries); `shape` is that block's segment layout, parsed while planning
-/// (`None` for unsegmented tables and heads the block decoder must name).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Planned {
-    pub(crate) table: usize,
-    pub(crate) query: u64,
-    pub(crate) lo: u64,
-    pub(crate) hi: u64,
-    pub(crate) block: u64,
-    /// While planning: the directory slot of `lo`, then the blocks to search for it (one,
-    /// `(b, b)`, where the slot's bucket decided it).
-    slice: (u32, u32),
-    pub(crate) entry: Entry,
-    pub(crate) shape: Option<Shape>,
-}
-
-/// A stream of planned probes, each tagged (with its query), read in place: the lanes take
-/// one at a time where a lane is free. (Handing each probe out by value, tag and all, cost
-/// about 30 instructions of copying a probe.)
-pub(crate) trait ProbeStream {
-    /// Move to the next probe: its tag, or `None` at the end.
-    fn advance(&mut self, work: &mut Work) -> Result<Option<u32>>;
-    /// The probe [`advance`](Self::advance) moved to.
-    fn current(&self) -> &Planned;
-}
-
-/// One query's planned probes, tag 0.
-pub(crate) struct PlannedProbes<'p> {
-    pub(crate) plan: &'p [Planned],
-    pub(crate) at: usize,
-}
-
-impl ProbeStream for PlannedProbes<'_> {
-    #[inline]
-    fn advance(&mut self, _: &mut Work) -> Result<Option<u32>> {
-        if self.at < self.plan.len() {
-            self.at += 1;
-            Ok(Some(0))
-        } else {
-            Ok(None)
-        }
-    }
-
-    #[inline]
-    fn current(&self) -> &Planned {
-        &self.plan[self.at - 1]
-    }
-}
 
 /// Many queries' probes, each query planned when its first probe is taken.
 struct ManyQueries<'s, 'a, D, P, F, const A: bool> {

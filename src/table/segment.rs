@@ -142,7 +142,7 @@ impl Shape {
             A || self.align == 0,
             "a format-4 shape bound without format 4"
         );
-        let crc_at = block.len() - super::block::BLOCK_TRAILER_LEN;
+        let crc_at = block.len() - super::format::BLOCK_TRAILER_LEN;
         let segs = Segments {
             entries: &block[self.head_bytes as usize..],
             shape: self,
@@ -186,7 +186,7 @@ impl<'a, const A: bool> Segments<'a, A> {
             }
         };
         let stream_at = head.bytes() + entries_len;
-        let crc_at = block.len() - super::block::BLOCK_TRAILER_LEN;
+        let crc_at = block.len() - super::format::BLOCK_TRAILER_LEN;
         if stream_at > crc_at {
             return None;
         }

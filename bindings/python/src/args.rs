@@ -32,8 +32,8 @@ fn int(obj: &Borrowed<'_, '_, PyAny>, name: &str) -> PyResult<i128> {
     }
 }
 
-/// `threads=`: at least 1; more than the machine's cores is lowered to them
-/// ([`crate::runtime::max_threads`]).
+/// `threads=`: at least 1 (the pool that runs a call lowers more than the machine's cores to
+/// them).
 #[derive(Clone, Copy, Debug)]
 pub struct Threads(pub usize);
 
@@ -46,8 +46,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Threads {
                 "threads = {n}: give at least 1 (or None for every core)"
             )));
         }
-        let cores = crate::runtime::max_threads();
-        Ok(Threads(usize::try_from(n).unwrap_or(usize::MAX).min(cores)))
+        Ok(Threads(usize::try_from(n).unwrap_or(usize::MAX)))
     }
 }
 

@@ -372,7 +372,7 @@ def test_one_idf_table_from_the_cli_python_and_spark(spark, tmp_path: Path) -> N
     path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(shuffled)))
     cli("idf", "--jsonl", "--quiet", "--out", str(tmp_path / "t.idf"), str(path))
     assert simdex.Idf.load(tmp_path / "t.idf") == learned
-    from simdex._spark_stages import _learn_idf
+    from simdex.spark._stages import _learn_idf
 
     df = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
     assert _learn_idf(spark, df, 2, False) == learned

@@ -21,7 +21,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use memmap2::Mmap;
 
 use super::blocks::{HEADER_LEN, read_block, read_footer};
-use super::sets::{SETS_HEADER_LEN, SetHead, SetsFile};
+use super::sets::{DocSet, SETS_HEADER_LEN, SetHead, SetsFile};
 use super::varint::get_varint;
 use crate::checksum::Checked;
 use crate::error::{Error, Result};
@@ -60,21 +60,6 @@ pub struct DocMeta {
     pub sketch: Arc<[u8]>,
     /// Its shingle set, in a store that verifies exactly.
     pub set: Option<Arc<DocSet>>,
-}
-
-/// What a store that verifies exactly keeps of a document besides its sketch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocSet {
-    /// Its fingerprint (a match found by its shingles reports its distance).
-    pub fingerprint: u64,
-    /// Its place in the order documents were stored (1, 2, ...): of two equally similar
-    /// matches, the earlier stored is the answer.
-    pub seq: u64,
-    /// When it was stored: milliseconds since the Unix epoch, by the writer's clock (what
-    /// expiry by time compares).
-    pub time: u64,
-    /// Its word 3-shingle set, ascending.
-    pub hashes: Box<[u64]>,
 }
 
 #[derive(Debug, Clone, Copy)]

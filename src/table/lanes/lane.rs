@@ -12,7 +12,7 @@ use crate::table::Table;
 use crate::table::block::decode_delta_at;
 use crate::table::cursor::Work;
 use crate::table::format::COMPACT_VERSION;
-use crate::table::multiscan::ProbeStream;
+use crate::table::planned::ProbeStream;
 use crate::table::segment::{Entry, Head, Shape};
 
 impl<D: AsRef<[u8]> + Sync, const A: bool> Lanes<'_, D, A> {

@@ -34,7 +34,7 @@ mod lane;
 
 use super::Table;
 use super::cursor::Work;
-use super::multiscan::{Planned, PlannedProbes, ProbeStream};
+use super::planned::{Planned, PlannedProbes, ProbeStream};
 use crate::codec::Codec;
 use crate::codec::huffman::{LANE_BITS, LANE_WINDOW_BITS, lane_entry};
 use crate::error::Result;

@@ -7,13 +7,6 @@
 pub const SKIP_ENTRY_LEN: usize = 4;
 /// Bits of a segment's start key held in its skip entry.
 pub const PARTIAL_BITS: u32 = 16;
-/// The largest block size a segmented table may use: skip entries hold stream bit offsets in
-/// 16 bits, and a block of 8192 bytes has 65408 stream bits.
-pub const MAX_SEGMENTED_BLOCK_SIZE: u32 = 8192;
-/// Fewest keys per segment a table may declare.
-pub const MIN_SEGMENT_KEYS: u32 = 2;
-/// Most keys per segment a table may declare.
-pub const MAX_SEGMENT_KEYS: u32 = 65535;
 
 /// Raw stream bits of a segment's start key in a block whose keys share `c` top bits: those
 /// below the common prefix and the skip entry's 16.
@@ -129,7 +122,7 @@ impl Head {
     #[inline]
     pub fn bytes(self) -> usize {
         match self {
-            Head::Wide => crate::table::block::BLOCK_HEADER_LEN,
+            Head::Wide => crate::table::format::BLOCK_HEADER_LEN,
             Head::Compact { align: 0, .. } => COMPACT_HEAD_LEN,
             Head::Compact { .. } => ALIGNED_HEAD_LEN,
         }
@@ -148,7 +141,7 @@ impl Head {
     /// coded key at least one bit; in format 3 the first is coded and the last is not).
     #[inline]
     pub fn max_keys(self, block_size: u32) -> u64 {
-        let fixed = (self.bytes() + crate::table::block::BLOCK_TRAILER_LEN) as u64;
+        let fixed = (self.bytes() + crate::table::format::BLOCK_TRAILER_LEN) as u64;
         1 + (block_size as u64 - fixed) * 8
     }
 }

@@ -3,7 +3,7 @@
 //! Since every byte of a table is covered by some crc32, every single-byte change must be caught
 //! by `open` or `verify`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use simdex::table::{self, Table, TableOptions};

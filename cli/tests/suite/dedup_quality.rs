@@ -3,7 +3,7 @@
 //! the exact answer, and the default weights (IDF learned from the corpus) keep template
 //! siblings apart far better than count weights.
 
-mod common;
+use crate::common;
 use common::{ok, simdex};
 
 use std::collections::BTreeSet;

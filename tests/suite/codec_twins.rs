@@ -2,7 +2,7 @@
 //! a bit-by-bit block decoder built on `bitvec`, and `huffman-compress` as an independent
 //! check that package-merge finds optimal code lengths.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

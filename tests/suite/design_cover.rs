@@ -1,7 +1,7 @@
 //! Every design is exact: for every set of at most k differing bit positions, some table's prefix
 //! holds at most r of them. Exhaustive over all position sets for k <= 3, sampled above.
 
-mod common;
+use crate::common;
 
 use simdex::design::{Design, MAX_K};
 

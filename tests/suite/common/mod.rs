@@ -7,6 +7,12 @@ pub mod storage;
 
 pub use simdex::sample::{flip_bits, random as random_keys, splitmix64 as splitmix};
 
+/// Whether the long variants of tests were asked for (`SIMDEX_LONG_TESTS=1`): more keys or
+/// cases where the default keeps CI short.
+pub fn long_tests() -> bool {
+    std::env::var_os("SIMDEX_LONG_TESTS").is_some()
+}
+
 /// Sorted, distinct.
 pub fn sorted_set(keys: &[u64]) -> Vec<u64> {
     keys.iter()

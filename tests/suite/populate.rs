@@ -2,7 +2,7 @@
 //! test, so that nothing else maps or unmaps files in this process while the resident set is
 //! measured. (The store's `populate` is tested in `store.rs`.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use simdex::Index;

@@ -3,7 +3,7 @@
 //! failed before its fix (a second read of a pipe saw nothing, and the command said it had
 //! inserted, deleted or found nothing).
 
-mod common;
+use crate::common;
 use common::{fails, fifo_with, ok, pairs, simdex};
 
 use std::path::Path;

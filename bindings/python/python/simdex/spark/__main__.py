@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from pyspark.sql import SparkSession
 
-    from . import Idf, spark as ss
+    from .. import Idf
+    from .. import spark as ss
 
     builder = SparkSession.builder.appName("simdex-dedup")
     if a.master:
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - one clear line, not a JVM stack trace
         from pyspark.errors import PySparkException
 
-        from . import Error
+        from .. import Error
 
         if not isinstance(e, (Error, PySparkException, OSError)):
             raise
@@ -138,3 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         session.stop()
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

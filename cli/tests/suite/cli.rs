@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-mod common;
+use crate::common;
 use common::{fails, ok, simdex};
 
 #[test]

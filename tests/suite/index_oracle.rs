@@ -2,7 +2,7 @@
 //! random data with neighbours planted at exactly 0..=k+1 bits, duplicates, all-zero and all-ones
 //! fingerprints, empty and one-element indexes; in-memory and external builds.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

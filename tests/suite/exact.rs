@@ -11,7 +11,7 @@ use simdex::store::{
     CreateOptions, DocId, Document, IngestOptions, Recipe, Store, StoreOptions, SyncPolicy, Verdict,
 };
 
-mod common;
+use crate::common;
 
 /// A site: a template of 200 words around short articles, each article's siblings a few words
 /// apart (Jaccard near 0.85-0.95), some pages repeated exactly, a few in CJK script.

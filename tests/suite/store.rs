@@ -2,7 +2,7 @@
 //! checked against a `BTreeSet<(fingerprint, id)>` and brute force, for several designs; plus
 //! recovery (torn tails, corruption), locking, merge, rebuild and readers during compaction.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -81,7 +81,7 @@ fn trial(root: &Path, t: u64, sync: &str) -> (usize, bool) {
     .unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "crash_child_workload",
+            "store_crash::crash_child_workload",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -1,7 +1,7 @@
 //! Batch mode against brute force, for several designs and every k, and sharding: the union of
 //! N shards is exactly the unsharded result, with nothing reported twice.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

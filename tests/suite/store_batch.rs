@@ -4,7 +4,7 @@
 //! repeated queries, every k, batches small (query by query in the tables) and large (the
 //! tables' scan), and a writer compacting underneath.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

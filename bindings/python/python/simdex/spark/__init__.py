@@ -37,9 +37,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import Idf, Index, InvalidArgument, _errors, _simdex
-from . import distributed as dist
-from ._spark_stages import (
+from .. import Idf, Index, InvalidArgument, _errors, _simdex
+from .. import distributed as dist
+from ._stages import (
     _driver_components,
     _fp_column,
     _hash_rows,
@@ -187,7 +187,7 @@ def _read_jsonl_docs(spark: Any, path: str) -> Any:
     :func:`read_corpus`); lines end at ``\\n`` only, as the CLI splits them."""
     import pyarrow as pa
 
-    from . import _simdex
+    from .. import _simdex
 
     def parse(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:
@@ -524,7 +524,7 @@ def batch_against(
 
     import pyarrow as pa
 
-    from . import Store
+    from .. import Store
 
     spark = df.sparkSession
     sc = spark.sparkContext
@@ -615,7 +615,7 @@ def _against_documents(
 
     import pyarrow as pa
 
-    from . import Store
+    from .. import Store
 
     spark = df.sparkSession
     # The recipe decides the hashing; naming another input kind is refused on the driver.
@@ -641,9 +641,3 @@ def _against_documents(
     _name_stage(spark, "against a document store: each partition checks its documents")
     out = src.mapInArrow(check, "id string, stored_id string, similarity double, distance int")
     return out.orderBy("id")
-
-
-if __name__ == "__main__":
-    from ._spark_main import main
-
-    raise SystemExit(main())

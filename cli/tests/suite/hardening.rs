@@ -1,7 +1,7 @@
 //! Regression tests of the hostile-user findings (issue "Hardening II"): each failed before its
 //! fix.
 
-mod common;
+use crate::common;
 use common::{fails, ok, pairs, simdex};
 
 use std::path::Path;

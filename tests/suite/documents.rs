@@ -10,7 +10,7 @@ use simdex::store::{
     CreateOptions, DocId, Document, IngestOptions, Recipe, Store, StoreOptions, SyncPolicy, Verdict,
 };
 
-mod common;
+use crate::common;
 
 /// Pages of one site: a shared template (header, a long navigation list, footer) around a
 /// unique article; every 7th page re-posts an earlier article with one or two words changed

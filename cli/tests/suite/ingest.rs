@@ -6,7 +6,7 @@ use std::path::Path;
 
 use simdex::store::{DocId, Store, StoreOptions};
 
-mod common;
+use crate::common;
 use common::{fails, ok, simdex};
 
 /// JSONL of `n` documents of 300 random words (one changed word: Jaccard 295/301); every 10th copies the one before it with one word

@@ -8,8 +8,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import Idf, InvalidArgument, _hash, _simdex
-from . import distributed as dist
+from .. import Idf, InvalidArgument, _hash, _simdex
+from .. import distributed as dist
 
 # Rounds of large-star / small-star before giving up (it converges in O(log² n) rounds).
 _MAX_STAR_ROUNDS = 100
@@ -173,7 +173,7 @@ def _wide_join(spark: Any, distinct: Any, k: int, parts: int) -> Any:
     task s reports the pairs whose smaller fingerprint is at a position s modulo ``parts``."""
     import pyarrow as pa
 
-    from . import _simdex
+    from .. import _simdex
 
     fps = distinct.select("fp").toArrow().column("fp").to_numpy()
     fps = np.ascontiguousarray(np.sort(fps.astype(np.int64).view(np.uint64)))
@@ -257,7 +257,7 @@ def _verify(candidates: Any, texts: Any, t: float, html: bool, tokens: str = "un
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from . import _simdex
+    from .. import _simdex
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for b in batches:

@@ -11,7 +11,7 @@
 //!
 //! `SIMDEX_POWER_TRIALS=N` runs N trials per policy (default 15).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
