@@ -6,8 +6,8 @@
 /// Number of bit positions in which `a` and `b` differ.
 ///
 /// ```
-/// assert_eq!(simdex::fingerprint::hamming(0b1011, 0b0010), 2);
-/// assert_eq!(simdex::fingerprint::parse_hex("0x00000000000000FF"), Ok(255));
+/// assert_eq!(simdex::hamming(0b1011, 0b0010), 2);
+/// assert_eq!(simdex::parse_hex("0x00000000000000FF"), Ok(255));
 /// ```
 #[inline]
 pub fn hamming(a: u64, b: u64) -> u32 {

@@ -6,26 +6,29 @@
 //! The question it answers: given a fingerprint F and a distance k, which stored fingerprints
 //! differ from F in at most k bits? Exactly, fast, at any scale. The paper's answer is kept
 //! whole: t copies of the set, each sorted under a bit permutation that brings a chosen group of
-//! bit-blocks to the top ([`design`]); a query reads, in each table, the keys sharing F's
-//! permuted prefix and checks their full distance ([`index`]); a batch of new fingerprints is
-//! joined against every table in one sequential pass ([`index::batch`]).
+//! bit-blocks to the top ([`Design`]); a query reads, in each table, the keys sharing F's
+//! permuted prefix and checks their full distance ([`Index::near`]); a batch of new
+//! fingerprints is joined against every table in one sequential pass ([`self_join`],
+//! [`Index::batch_near`]).
 //!
-//! Underneath is the **table file** ([`table`]): distinct 64-bit keys, sorted, cut into
-//! fixed-size blocks. A block's first key is stored raw; each next key is a Huffman-coded symbol
-//! plus raw suffix bits — codec 1 (h-delta, the paper's: the number of leading bits shared with
-//! the predecessor, then the bits below the first difference) or codec 2 (gap: the bit length of
-//! the difference, then its low bits). An in-memory array of every block's last key picks the
-//! single block a lookup decodes. Random keys take about 2.2 bits per key above the
-//! information-theoretic minimum with codec 1 and 0.3 with codec 2.
+//! **The face** is this crate root, one name per thing:
 //!
-//! On top sits the **store** ([`store`]): the index made writable for services that embed
-//! simdex. (fingerprint, document id) pairs with the ids stored once beside the tables, a
-//! crc32-framed write-ahead log with three sync policies, an in-memory delta queried with the
-//! same prefixes as the tables, and compaction into immutable generations while queries go on.
+//! - an **index** of fingerprints: [`build_index`], then [`Index`] (`near`, `has_near`,
+//!   `near_many`, batch mode), read from mapped files or memory;
+//! - a **store**: [`Store`], the index made writable for services that embed simdex —
+//!   (fingerprint, document id) pairs, a crc32-framed write-ahead log with three sync policies
+//!   ([`SyncPolicy`]), an in-memory delta queried with the same prefixes as the tables, and
+//!   compaction into immutable generations while queries go on;
+//! - a **document store**: a [`Store`] created with a [`Recipe`], which turns texts into
+//!   fingerprints and answers "is this a near-duplicate of anything stored?"
+//!   ([`Store::ingest`], [`Store::check_documents`], a [`Verdict`] each) — exactly, by word
+//!   3-shingle Jaccard, in a store that keeps shingle sets;
+//! - **simhash**: [`Simhasher`], documents (text or HTML) to fingerprints, specified exactly in
+//!   `format-spec/simhash.md`, with learned [`IdfTable`] weights;
+//! - [`dedup`]: a corpus's fingerprints to candidate pairs, verified by exact Jaccard where
+//!   asked, to clusters.
 //!
-//! In front sits [`simhash`]: documents (text or HTML) to fingerprints, specified exactly in
-//! `format-spec/simhash.md`; and [`dedup`]: a corpus's fingerprints to candidate pairs (equal
-//! fingerprints and the index self-join), verified by exact Jaccard where asked, to clusters.
+//! [`raw`] is the engine-builder level: table files, codecs, design internals, sample data.
 //!
 //! **Limitations.** Fingerprints are 64 bits; an index answers k up to its design's (automatic
 //! designs: k ≤ 7). One process writes a store (others read what it held when they opened it).
@@ -33,15 +36,24 @@
 //! is exact in [`dedup`] and in a store created to keep shingle sets; a sketch store's is an
 //! estimate, and so is "within k" without verification. README.md, "Limitations", has the rest.
 //!
-//! The data path, top to bottom: [`simhash`] (documents to fingerprints) → [`store`] (log,
-//! delta, generations) → [`design`] and [`permutation`] (fingerprint to key) → [`index`] (t
-//! tables and a manifest; a query's probes, as key ranges of tables) → [`table`] (sorted keys
-//! in a file, and every walk over its blocks: one cursor, the multi-probe scan, the AVX2
-//! lanes) → `table::block` (one block) → [`codec`] (Huffman and bits). Byte layouts are
-//! specified in `format-spec/`.
+//! **Where a query goes**: [`Index::near`] permutes F once per table and probes the range of
+//! keys sharing its prefix (`src/index/query.rs`); the probes of a query are planned together,
+//! each block located through a radix directory over the last keys and prefetched
+//! (`src/table/multiscan.rs`, `directory.rs`), then decoded — four probes to a vector register
+//! on x86-64 (`src/table/lanes/`), else one key per probe in turn (`cursor.rs`, `block.rs`,
+//! Huffman in `src/codec/`) — and every key's full distance is checked. A store's query adds
+//! its delta and names document ids (`src/store/query.rs`).
+//!
+//! **Where an ingest goes**: [`Store::ingest`] hashes a chunk of documents on all cores
+//! (`src/store/recipe.rs`), finds each one's candidates — stored sets sharing two prefix
+//! shingles (`src/store/prefix_index.rs`), or fingerprints within k — and compares them exactly
+//! (`src/store/documents.rs`), meets the call's earlier documents (`scratch.rs`), then logs and
+//! applies the new ones (`write.rs`, `wal.rs`, `delta.rs`); a full delta is compacted into the
+//! next generation (`compact.rs`, `generation/write.rs`). docs/architecture.md walks both file
+//! by file; byte layouts are specified in `format-spec/`.
 //!
 //! ```
-//! use simdex::table::{self, Table, TableOptions};
+//! use simdex::raw::{self, Table, TableOptions};
 //!
 //! # fn main() -> simdex::Result<()> {
 //! let dir = tempfile::tempdir().unwrap();
@@ -51,7 +63,7 @@
 //! sorted.sort_unstable();
 //!
 //! // Build: the closure is called once per pass and must yield the same sorted keys each time.
-//! let summary = table::build_file(&path, &TableOptions::default(), || {
+//! let summary = raw::build_file(&path, &TableOptions::default(), || {
 //!     Ok(sorted.iter().map(|&k| Ok(k)))
 //! })?;
 //! assert_eq!(summary.keys, 10_000);
@@ -100,32 +112,47 @@ macro_rules! internal_mod {
 }
 
 mod aligned;
-pub mod atomic;
+internal_mod!(atomic);
 internal_mod!(checksum);
-pub mod codec;
+internal_mod!(codec);
 pub mod dedup;
-pub mod design;
-pub mod error;
-pub mod fingerprint;
-pub mod index;
+internal_mod!(design);
+internal_mod!(error);
+internal_mod!(fingerprint);
+internal_mod!(index);
 mod os;
-pub mod permutation;
-pub mod progress;
-pub mod sample;
+internal_mod!(permutation);
+internal_mod!(progress);
+pub mod raw;
+internal_mod!(sample);
 internal_mod!(sealed);
-pub mod simhash;
-pub mod store;
-pub mod table;
+internal_mod!(simhash);
+internal_mod!(store);
+internal_mod!(table);
 
 pub use design::Design;
 pub use error::{Error, Result};
-pub use index::{Index, Match};
+pub use fingerprint::{hamming, parse_hex, to_hex};
+pub use index::build::build as build_index;
+pub use index::{
+    BatchOptions, BatchResult, BuildOptions, BuildSummary, DesignChoice, Index, IndexStats,
+    IndexVerifyReport, Match, NearMany, OpenOptions, Pair, QueryCounters, Shard, self_join,
+};
 pub use permutation::Permutation;
 pub use progress::{Progress, ProgressHandle};
-pub use store::{Store, StoreMatch, StoreOptions, SyncPolicy};
-pub use table::{Table, TableOptions};
+pub use simhash::{DfCounter, IdfSample, IdfTable, SimhashOptions, Simhasher};
+pub use store::{
+    CreateOptions, DocId, Document, Expiry, GenerationSummary, IngestOptions, Recipe, Recovery,
+    ShapeRequest, Store, StoreCounters, StoreMatch, StoreNearMany, StoreOptions, StoreRow,
+    StoreStats, SyncPolicy, Verdict,
+};
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's examples, the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct GuideDoctests;

@@ -9,8 +9,8 @@
 //! ```
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! use std::sync::Arc;
-//! use simdex::index::{self, BuildOptions};
-//! use simdex::progress::{Progress, ProgressHandle};
+//! use simdex::{BuildOptions};
+//! use simdex::{Progress, ProgressHandle};
 //!
 //! #[derive(Default)]
 //! struct Count(AtomicU64);
@@ -24,7 +24,7 @@
 //! # let dir = tempfile::tempdir().unwrap();
 //! let count = Arc::new(Count::default());
 //! let opts = BuildOptions::default().with_progress(ProgressHandle::from_arc(count.clone()));
-//! index::build(dir.path().join("idx"), (0..1000u64).map(Ok), &opts)?;
+//! simdex::build_index(dir.path().join("idx"), (0..1000u64).map(Ok), &opts)?;
 //! assert!(count.0.load(Ordering::Relaxed) >= 1000);
 //! # Ok(()) }
 //! ```

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::input::{FingerprintReader, Format};
-use simdex::index::{BatchOptions, Pair, Shard};
+use simdex::{BatchOptions, Pair, Shard};
 use simdex::{Error, Index, Result};
 
 /// Arguments of `simdex batch`.
@@ -75,7 +75,7 @@ pub fn run(a: Args) -> Result<()> {
         .with_shard(shard)
         .with_within(a.within.is_some() && rounds == 1)
         .with_progress(crate::progress::handle(!a.quiet));
-    let mut r = simdex::index::BatchResult::default();
+    let mut r = simdex::BatchResult::default();
     for part in batch.chunks(round) {
         let x = idx.batch_near(part, &opts)?;
         r.pairs.extend(x.pairs);
@@ -85,8 +85,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.within.is_some() && rounds > 1 && shard.index == 0 {
         // Pairs inside a batch split in rounds: the self-join, also in bounded memory.
         let tmp = std::env::temp_dir();
-        r.within =
-            simdex::index::self_join(&batch, k, &tmp, a.mem, &simdex::ProgressHandle::none())?;
+        r.within = simdex::self_join(&batch, k, &tmp, a.mem, &simdex::ProgressHandle::none())?;
     }
     let el = t0.elapsed();
     match &a.out {

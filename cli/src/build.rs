@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::input::{FingerprintReader, Format};
 use simdex::Result;
-use simdex::index::{self, BuildOptions, DesignChoice};
+use simdex::{BuildOptions, DesignChoice};
 
 use crate::util::{human_bytes, parse_size};
 
@@ -53,7 +53,7 @@ pub struct LayoutArgs {
     pub segment_keys: String,
     /// Codec of the tables: h-delta (the paper's, default) or gap (smaller, see docs/log/benchmarks.md).
     #[arg(long, default_value = "h-delta")]
-    pub codec: simdex::codec::Codec,
+    pub codec: simdex::raw::Codec,
 }
 
 impl LayoutArgs {
@@ -77,7 +77,7 @@ impl LayoutArgs {
 pub fn run(a: Args) -> Result<()> {
     let opts = a.layout.options(a.mem, !a.quiet)?;
     let input = FingerprintReader::open(&a.input, a.format)?;
-    let s = index::build(&a.out, input, &opts)?;
+    let s = simdex::build_index(&a.out, input, &opts)?;
     if !a.quiet {
         eprintln!(
             "built {}: {} fingerprints read, {} distinct; design {} ({} tables, k = {}, block size {}{}); \

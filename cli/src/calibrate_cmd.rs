@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use simdex::simhash::{
-    self, DfCounter, IDF_SAMPLE_DOCS, SimhashOptions, Simhasher, sample_bound, text_digest,
-};
+
+use simdex::{DfCounter, SimhashOptions, Simhasher};
 use simdex::{Error, Result};
 
 use crate::docs::*;
@@ -90,7 +89,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         .collect();
     let (truth, universe): (HashSet<(u32, u32)>, Option<Vec<Labelled>>) = match &a.pairs {
         None => (
-            simhash::eval::similar_pairs(&sets, a.threshold)
+            simdex::raw::similar_pairs(&sets, a.threshold)
                 .into_iter()
                 .collect(),
             None,
@@ -165,8 +164,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
             let plain =
                 Simhasher::new(SimhashOptions::default().with_shingle(n).with_weights(None))?;
             // The corpus's IDF sample (format-spec/simhash.md), as `dedup` learns it.
-            let digests: Vec<u64> = docs.par_iter().map(|d| text_digest(&d.text)).collect();
-            let bound = sample_bound(&digests, IDF_SAMPLE_DOCS);
+            let digests: Vec<u64> = docs
+                .par_iter()
+                .map(|d| simdex::IdfSample::digest(&d.text))
+                .collect();
+            let bound = simdex::IdfSample::bound_of(&digests, simdex::IdfSample::DOCS);
             let counter = DfCounter::count_parallel(docs.len(), |i| {
                 bound.is_none_or(|b| digests[i] <= b).then(|| {
                     let feats = plain.features(&docs[i].text);
@@ -194,10 +196,10 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         )?;
         let fps: Vec<u64> = docs.par_iter().map(|d| h.hash_text(&d.text)).collect();
         let rows = match &universe {
-            None => simhash::eval::evaluate(&fps, &skip, &truth, a.max_k),
+            None => simdex::raw::evaluate(&fps, &skip, &truth, a.max_k),
             Some(labelled) => (0..=a.max_k)
                 .map(|k| {
-                    let mut r = simhash::eval::Row {
+                    let mut r = simdex::raw::Row {
                         k,
                         true_positives: 0,
                         false_positives: 0,
@@ -294,11 +296,11 @@ struct Advice {
 }
 
 impl Advice {
-    fn from(header: &[String], columns: &[Vec<simhash::eval::Row>], target: f64) -> Advice {
+    fn from(header: &[String], columns: &[Vec<simdex::raw::Row>], target: f64) -> Advice {
         let mut best: Option<(String, u32, f64, f64, f64)> = None;
         let mut verify: Option<(String, u32, u64, f64)> = None;
         for (h, rows) in header.iter().zip(columns) {
-            for r in rows.iter().filter(|r| r.k <= simdex::design::MAX_K) {
+            for r in rows.iter().filter(|r| r.k <= simdex::Design::MAX_K) {
                 if let (Some(p), Some(rc)) = (r.precision(), r.recall())
                     && p + rc > 0.0
                 {
@@ -372,5 +374,5 @@ impl Advice {
 
 /// The ground truth's set: word 3-shingles.
 fn eval_set(text: &str) -> Vec<u64> {
-    simhash::eval::shingle_set(text, 3)
+    simdex::dedup::shingle_set(text, 3)
 }

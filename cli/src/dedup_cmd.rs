@@ -59,7 +59,7 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
 }
 
 use rayon::prelude::*;
-use simdex::dedup::verify::{self as rule, DEFAULT_CANDIDATE_K, Tokens};
+use simdex::dedup::Tokens;
 use simdex::dedup::{Candidates, Clusters, Folder, PairSpill, Passes};
 
 /// Verification of the candidate pairs in passes over the input, each holding at most `budget`
@@ -91,7 +91,14 @@ fn verify_in_passes(
                     .filter(|&r| passes.wants(r))
                     .map(|r| {
                         let text = &chunk[(ords[r] - base) as usize].text;
-                        (r, rule::shingle_set_with(text, rule::TRUTH_SHINGLE, tokens))
+                        (
+                            r,
+                            simdex::dedup::shingle_set_with(
+                                text,
+                                simdex::dedup::Tokens::TRUTH_SHINGLE,
+                                tokens,
+                            ),
+                        )
                     })
                     .collect();
                 for (r, set) in sets {
@@ -210,7 +217,9 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     let mut featureless = 0u64;
     let verify = a.verify;
     let k = match verify {
-        Some(_) => a.candidate_k.unwrap_or(DEFAULT_CANDIDATE_K),
+        Some(_) => a
+            .candidate_k
+            .unwrap_or(simdex::dedup::Candidates::DEFAULT_CANDIDATE_K),
         None => a.k,
     };
     if verify.is_some() {
@@ -232,7 +241,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         &a.docs,
         |h, d| {
             if want_sets {
-                let (fp, set) = rule::hash_and_set(h, &d.text, tokens);
+                let (fp, set) = simdex::dedup::hash_and_set(h, &d.text, tokens);
                 (fp, Some(set))
             } else {
                 (h.try_hash_text(&d.text), None)
@@ -255,7 +264,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                     }
                     if let (Some(p), Some(set), true) = (&mut prefixes, set, row) {
                         sets.push(set);
-                        if sets.len() >= simdex::dedup::prefix::ORDER_SAMPLE {
+                        if sets.len() >= simdex::dedup::Prefixes::ORDER_SAMPLE {
                             p.push(&sets)?;
                             sets.clear();
                         }
@@ -385,7 +394,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         write_clusters(&a, &mut cand.clusters()?, &ids)?;
     } else {
         let mut spill = PairSpill::new(&tmp, a.mem / 4);
-        let max_pairs = (a.mem / 4 / simdex::dedup::PAIR_BYTES).max(1);
+        let max_pairs = (a.mem / 4 / simdex::dedup::Candidates::PAIR_BYTES).max(1);
         cand.batches(max_pairs, &progress, |batch| {
             batch
                 .into_iter()

@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use simdex::index;
 use simdex::{Error, Index, Result};
 
 use crate::util::human_bytes;
@@ -28,7 +27,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let planted = (a.n / 100).min(10_000);
     let distances: Vec<u32> = (1..=a.layout.k + 1).collect();
-    let fps = simdex::sample::with_planted(a.n, planted, &distances, a.seed)?;
+    let fps = simdex::raw::with_planted(a.n, planted, &distances, a.seed)?;
     crate::outln!(
         "generated {} fingerprints: {} random, {} planted near-duplicates at distances {:?}",
         fps.len(),
@@ -39,7 +38,7 @@ pub fn run(a: Args) -> Result<()> {
     let tmp = tempfile::tempdir().map_err(|e| Error::io(None, "create temporary directory", e))?;
     let dir = a.keep.clone().unwrap_or_else(|| tmp.path().join("index"));
     let opts = a.layout.options(1 << 30, true)?;
-    let s = index::build(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
+    let s = simdex::build_index(&dir, fps.iter().map(|&x| Ok(x)), &opts)?;
     crate::outln!(
         "built {} in {:.2?}: design {} ({} tables, k = {}, block size {}{})",
         dir.display(),
@@ -57,12 +56,12 @@ pub fn run(a: Args) -> Result<()> {
         human_bytes(st.disk_bytes as f64),
         st.bits_per_key_per_table,
         st.bits_per_key_per_table / 64.0 * 100.0,
-        simdex::table::information_bound(st.keys),
+        simdex::raw::information_bound(st.keys),
         human_bytes(st.memory_bytes as f64)
     )?;
     // Queries: the planted originals (each has neighbours at 1..=k) and fresh random ones.
     let mut queries: Vec<u64> = fps[..planted as usize].to_vec();
-    queries.extend(simdex::sample::random(10_000, a.seed ^ 0xABCD));
+    queries.extend(simdex::raw::random(10_000, a.seed ^ 0xABCD));
     let t0 = Instant::now();
     let mut matches = 0usize;
     let mut with_dups = 0usize;

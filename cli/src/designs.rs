@@ -1,7 +1,7 @@
 //! `simdex designs`: the candidate designs for (n, k) and what each costs.
 
+use simdex::Design;
 use simdex::Result;
-use simdex::design::{DEFAULT_MAX_TABLES, Design};
 
 use crate::util::human_bytes;
 
@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value = "auto")]
     pub block_size: String,
     /// Largest table count to list.
-    #[arg(long, default_value_t = DEFAULT_MAX_TABLES)]
+    #[arg(long, default_value_t = simdex::Design::DEFAULT_MAX_TABLES)]
     pub max_tables: usize,
 }
 
@@ -26,13 +26,13 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let fixed = crate::util::parse_block_size(&a.block_size)?;
     let block_for = |d: &Design| {
-        fixed.unwrap_or_else(|| simdex::design::auto_block_size(a.n, d.tables().len()))
+        fixed.unwrap_or_else(|| simdex::Design::auto_block_size(a.n, d.tables().len()))
     };
     let auto = Design::auto_with_budget(
         a.n,
         a.k,
         a.max_tables,
-        fixed.unwrap_or(simdex::design::AUTO_BLOCK_SIZES[0]),
+        fixed.unwrap_or(simdex::Design::AUTO_BLOCK_SIZES[0]),
     )?;
     crate::outln!(
         "designs for n = {}, k = {}, block size {} (model: ns per query on the reference machine)",

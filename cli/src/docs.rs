@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use simdex::simhash::{self, IdfTable, SimhashOptions, Simhasher, jsonl};
 use simdex::{Error, Result};
+use simdex::{IdfTable, SimhashOptions, Simhasher};
 
 use crate::spool::Replayable;
 
@@ -24,7 +24,7 @@ pub struct DocArgs {
     #[arg(long)]
     pub jsonl: bool,
     /// Features are shingles of N consecutive words (1 = single words).
-    #[arg(long, default_value_t = simhash::DEFAULT_SHINGLE)]
+    #[arg(long, default_value_t = simdex::SimhashOptions::DEFAULT_SHINGLE)]
     pub shingle: usize,
     /// Per-feature weights learned by `simdex idf` (the shingle size must match).
     #[arg(long)]
@@ -109,7 +109,7 @@ impl DocArgs {
         ))
     }
 
-    /// Learn IDF weights from the corpus's sample (`simhash::IdfSample`) in a first pass on all
+    /// Learn IDF weights from the corpus's sample (`simdex::IdfSample`) in a first pass on all
     /// cores: every document is read and digested, only the sample's are tokenized. Inputs
     /// that can be read only once are copied first.
     pub fn learn_corpus_idf(&mut self) -> Result<Arc<IdfTable>> {
@@ -119,7 +119,7 @@ impl DocArgs {
                 .with_shingle(self.shingle)
                 .with_weights(None),
         )?;
-        let mut total = simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS);
+        let mut total = simdex::IdfSample::new(simdex::IdfSample::DOCS);
         self.silent_skips = true;
         let read = read_docs(self, |docs| {
             // Documents past what the sample already holds cannot enter it.
@@ -127,9 +127,9 @@ impl DocArgs {
             let part = docs
                 .par_iter()
                 .fold(
-                    || simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS),
+                    || simdex::IdfSample::new(simdex::IdfSample::DOCS),
                     |mut s, d| {
-                        let digest = simhash::text_digest(&d.text);
+                        let digest = simdex::IdfSample::digest(&d.text);
                         if digest <= bound {
                             s.add(digest, || {
                                 h.features(&d.text).into_iter().map(|(f, _)| f).collect()
@@ -141,7 +141,7 @@ impl DocArgs {
                     },
                 )
                 .reduce(
-                    || simhash::IdfSample::new(simhash::IDF_SAMPLE_DOCS),
+                    || simdex::IdfSample::new(simdex::IdfSample::DOCS),
                     |mut a, b| {
                         a.merge(b);
                         a
@@ -319,7 +319,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
         if a.html {
             docs.par_iter_mut()
-                .for_each(|d| d.text = simhash::html::visible_text(&d.text));
+                .for_each(|d| d.text = simdex::raw::visible_text(&d.text));
         }
         *n += docs.len() as u64;
         chunk(docs)?;
@@ -351,9 +351,9 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
                 }
                 let mut docs = Vec::with_capacity(chunk.len());
                 for (no, line) in chunk {
-                    match jsonl::parse_bytes(&line) {
-                        jsonl::Line::Doc { id, text } => docs.push(Doc { id, text }),
-                        jsonl::Line::Bad(msg) => {
+                    match simdex::raw::Line::parse_bytes(&line) {
+                        simdex::raw::Line::Doc { id, text } => docs.push(Doc { id, text }),
+                        simdex::raw::Line::Bad(msg) => {
                             let e = Error::Parse {
                                 path: Some(name.clone()),
                                 location: format!("line {no}"),

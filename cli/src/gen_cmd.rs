@@ -53,7 +53,7 @@ pub fn run(a: Args) -> Result<()> {
             a.n
         )));
     }
-    let fps = simdex::sample::with_planted(a.n, a.planted, &a.distances, a.seed)?;
+    let fps = simdex::raw::with_planted(a.n, a.planted, &a.distances, a.seed)?;
     match a.out.as_deref() {
         None => {}
         Some(p) if p.as_os_str() == "-" => {}

@@ -5,9 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use simdex::store::{
-    CreateOptions, DocId, Document, IngestOptions, LEARN_DOCS, MIN_LEARN_DOCS, Recipe, Store,
-    StoreOptions, SyncPolicy, Verdict,
+use simdex::{
+    CreateOptions, DocId, Document, IngestOptions, Recipe, Store, StoreOptions, SyncPolicy, Verdict,
 };
 use simdex::{Error, Result};
 
@@ -68,7 +67,7 @@ pub struct IngestArgs {
     /// learn them from the first N documents (default 10000; for the order 100000; 1000 to
     /// 1000000, and at most 256 MiB of text: they are held in memory until then, and checked
     /// and stored once learned, like every later one).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(MIN_LEARN_DOCS as u64..=1_000_000))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(simdex::Recipe::MIN_LEARN_DOCS as u64..=1_000_000))]
     pub learn: Option<u64>,
     /// When creating: learn the recipe's idf weights from these documents (read like the
     /// input: files, directories, JSONL with --jsonl) instead of the input's first ones, so
@@ -114,7 +113,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         paths: a.paths.clone(),
         html: false, // the recipe extracts the text of HTML itself
         jsonl: a.jsonl,
-        shingle: a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE),
+        shingle: a.shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
         idf: None,
         strict: a.strict,
         quiet: a.quiet,
@@ -287,7 +286,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         })
     };
     let (_, bad) = match &a.out {
-        Some(p) => simdex::atomic::write_file(p, |w| body(w))?,
+        Some(p) => simdex::raw::write_file(p, |w| body(w))?,
         None => {
             let mut w = std::io::stdout().lock();
             body(&mut w)?
@@ -400,7 +399,7 @@ fn learn_docs(a: &IngestArgs) -> usize {
     let exact = a.verify.is_some() && !a.estimate;
     a.learn.unwrap_or(match exact {
         true => LEARN_ORDER_DOCS,
-        false => LEARN_DOCS as u64,
+        false => simdex::Recipe::LEARN_DOCS as u64,
     }) as usize
 }
 
@@ -420,7 +419,7 @@ fn sample_cap(a: &IngestArgs) -> usize {
 fn learns_idf(a: &IngestArgs, available: usize) -> bool {
     let enough = match a.learn_from.is_empty() {
         true => learn_docs(a),
-        false => MIN_LEARN_DOCS,
+        false => simdex::Recipe::MIN_LEARN_DOCS,
     };
     match a.weights {
         Weights::Auto => a.verify.is_none() && available >= enough,
@@ -432,7 +431,7 @@ fn learns_idf(a: &IngestArgs, available: usize) -> bool {
 /// Create the store with a recipe learned from `sample` (the first documents, or
 /// --learn-from's), and open it. A store another process created meanwhile is opened instead.
 fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
-    let shingle = a.shingle.unwrap_or(simdex::simhash::DEFAULT_SHINGLE);
+    let shingle = a.shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE);
     let shape = Default::default();
     let idf = learns_idf(a, sample.len());
     let recipe = match idf {

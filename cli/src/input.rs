@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use simdex::fingerprint::parse_hex;
+use simdex::parse_hex;
 use simdex::{Error, Result};
 
 /// An input format.

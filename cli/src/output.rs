@@ -78,7 +78,7 @@ pub fn write_output<T>(
     let target = resolve(path)?;
     match std::fs::metadata(&target) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            simdex::atomic::write_file(&target, write)
+            simdex::raw::write_file(&target, write)
         }
         Err(e) => Err(Error::io(target, "inspect output", e)),
         Ok(m) if m.is_dir() => Err(Error::io(
@@ -86,7 +86,7 @@ pub fn write_output<T>(
             "write output",
             std::io::Error::other("is a directory (give a file path)"),
         )),
-        Ok(m) if m.is_file() => simdex::atomic::write_file(&target, write),
+        Ok(m) if m.is_file() => simdex::raw::write_file(&target, write),
         Ok(_) => {
             // A device, FIFO or socket: stream into it; there is nothing to replace.
             let f = std::fs::OpenOptions::new()

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::input::{FingerprintReader, Format};
-use simdex::index::OpenOptions;
+use simdex::OpenOptions;
 use simdex::{Index, Result, Store, StoreOptions};
 
 /// Arguments of `simdex query`.
@@ -210,7 +210,7 @@ fn print_timing(
 }
 
 /// The work counters of `c`: probes, blocks, keys, candidates.
-fn work(c: &simdex::index::QueryCounters) -> [u64; 4] {
+fn work(c: &simdex::QueryCounters) -> [u64; 4] {
     [c.probes, c.blocks_decoded, c.keys_decoded, c.candidates]
 }
 
@@ -223,11 +223,10 @@ fn run_store(a: Args) -> Result<()> {
     let store = crate::util::open_store_read_only_with(&a.dir, &opts)?;
     let open_time = opened.elapsed();
     let mut query_time = std::time::Duration::ZERO;
-    let k =
-        a.k.unwrap_or_else(|| store.generation().index().design().k());
+    let k = a.k.unwrap_or_else(|| store.k());
     let mut input = FingerprintReader::open(&a.input, a.format)?;
     let mut w = crate::util::stdout();
-    let size = index_batch(store.generation().index().len());
+    let size = index_batch(store.stats().fingerprints);
     let mut batch = Vec::new();
     let (before, mut asked) = (work(&store.counters().queries), 0u64);
     while next_batch(&mut input, &mut batch, size)? {
@@ -264,7 +263,7 @@ fn caller_id(store: &Store, id: u64, json: bool) -> Result<String> {
     if store.recipe().is_none() {
         return Ok(id.to_string());
     }
-    Ok(match store.doc(id)?.and_then(|d| d.key) {
+    Ok(match store.doc_key(id)? {
         Some(k) if json => json_string(&k),
         Some(k) => k.to_string(),
         None => id.to_string(),
@@ -327,7 +326,7 @@ mod tests {
             );
         }
         // Every nibble value in every place.
-        for x in simdex::sample::random(10_000, 0x2545_F491_4F6C_DD1D) {
+        for x in simdex::raw::random(10_000, 0x2545_F491_4F6C_DD1D) {
             let mut got = Vec::new();
             write_line(&mut got, x, !x, 0).unwrap();
             assert_eq!(got, format!("{x:016x}\t{:016x}\t0\n", !x).as_bytes());

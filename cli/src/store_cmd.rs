@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use crate::input::{IdReader, PairReader};
 use crate::spool::Replayable;
-use simdex::store::{CreateOptions, ShapeRequest, Store, StoreOptions, SyncPolicy};
+use simdex::{CreateOptions, ShapeRequest, Store, StoreOptions, SyncPolicy};
 use simdex::{Error, Result};
 
 use crate::util::parse_size;
-use simdex::index::DesignChoice;
+use simdex::DesignChoice;
 
 /// Parse `manual`, `per-write` or `group:<ms>`.
 pub fn parse_sync(s: &str) -> std::result::Result<SyncPolicy, String> {
@@ -85,7 +85,7 @@ pub struct StoreLayoutArgs {
     pub block_size: Option<String>,
     /// Codec of the tables: h-delta or gap.
     #[arg(long)]
-    pub codec: Option<simdex::codec::Codec>,
+    pub codec: Option<simdex::raw::Codec>,
 }
 
 impl StoreLayoutArgs {
@@ -94,7 +94,7 @@ impl StoreLayoutArgs {
         Ok(CreateOptions::default()
             .with_k(self.k.unwrap_or(3))
             .with_design(design_choice(self.design.as_deref().unwrap_or("auto")))
-            .with_codec(self.codec.unwrap_or(simdex::codec::Codec::HDelta))
+            .with_codec(self.codec.unwrap_or(simdex::raw::Codec::HDelta))
             .with_block_size(match &self.block_size {
                 Some(b) => crate::util::parse_block_size(b)?,
                 None => None,
@@ -104,7 +104,7 @@ impl StoreLayoutArgs {
 
     /// An error naming the first option given that differs from the existing store: `insert`
     /// never changes a store's shape silently (that is `rebuild`'s job).
-    fn check_against(&self, dir: &std::path::Path, s: &simdex::store::StoreStats) -> Result<()> {
+    fn check_against(&self, dir: &std::path::Path, s: &simdex::StoreStats) -> Result<()> {
         let mut req = ShapeRequest::default();
         req.k = self.k;
         req.design = self.design.clone();
@@ -280,13 +280,13 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
         return delete_keys(&a, keys);
     }
     let expiry = match (a.older_than, a.before_seq) {
-        (Some(ms), _) => Some(simdex::store::Expiry::StoredBefore(
+        (Some(ms), _) => Some(simdex::Expiry::StoredBefore(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64)
                 .saturating_sub(ms),
         )),
-        (_, Some(s)) => Some(simdex::store::Expiry::SeqBelow(s)),
+        (_, Some(s)) => Some(simdex::Expiry::SeqBelow(s)),
         _ => None,
     };
     if let Some(e) = expiry {
@@ -335,7 +335,7 @@ fn delete_keys(a: &DeleteArgs, keys: &std::path::Path) -> Result<()> {
         if line.is_empty() {
             continue;
         }
-        let id = simdex::store::DocId::parse(line);
+        let id = simdex::DocId::parse(line);
         id.check().map_err(|e| Error::Parse {
             path: Some(input.name().to_path_buf()),
             location: format!("line {}", no + 1),

@@ -44,7 +44,7 @@ pub fn parse_block_size(s: &str) -> Result<Option<u32>> {
     let b: u32 = s.parse().map_err(|_| {
         Error::InvalidArgument(format!("block size {s:?} is not auto or a number of bytes"))
     })?;
-    simdex::table::check_block_size(b)?;
+    simdex::raw::TableOptions::check_block_size(b)?;
     Ok(Some(b))
 }
 
@@ -58,7 +58,10 @@ pub fn parse_segment_keys(s: &str) -> Result<Option<u32>> {
             "segment length {s:?} is not auto or a number of keys"
         ))
     })?;
-    simdex::table::check_segment_keys(n, simdex::table::MAX_SEGMENTED_BLOCK_SIZE)?;
+    simdex::raw::TableOptions::check_segment_keys(
+        n,
+        simdex::raw::TableOptions::MAX_SEGMENTED_BLOCK_SIZE,
+    )?;
     Ok(Some(n))
 }
 
@@ -70,7 +73,7 @@ pub fn segments_note(segment_keys: u32, aligned: usize, tables: usize) -> String
         (n, 0) => format!(", segments of {n} keys"),
         (_, a) => format!(
             ", segments aligned to prefix runs in {a} of {tables} tables (at least {} keys)",
-            simdex::design::ALIGNED_SEGMENT_KEYS
+            simdex::raw::TableOptions::ALIGNED_SEGMENT_KEYS
         ),
     }
 }

@@ -1,6 +1,6 @@
 //! Deduplicating a corpus: documents' fingerprints → candidate pairs ([`Candidates`]: equal
 //! fingerprints, and distinct ones within k from the index self-join, or the block join of
-//! [`wide`] beyond an index's k) → optionally verification ([`verify`]: the exact Jaccard of
+//! `wide_join_part` beyond an index's k) → optionally verification ([`verify`]: the exact Jaccard of
 //! shingle sets, compared only for the pairs whose [`Prefixes`] show they may reach the
 //! threshold, found by the prefix join when it is cheaper; in bounded memory by [`Passes`]) →
 //! clusters ([`Clusters`]: the connected components of the pairs, or of the pairs that
@@ -15,18 +15,23 @@ mod candidates;
 mod clusters;
 mod identical;
 mod passes;
-pub mod prefix;
-pub mod sketch;
+internal_mod!(prefix);
+internal_mod!(sketch);
 mod spill;
-pub mod verify;
-pub mod wide;
+internal_mod!(verify);
+internal_mod!(wide);
 
-pub use candidates::{Candidates, PAIR_BYTES};
+pub use candidates::Candidates;
 pub use clusters::Clusters;
 pub use identical::{Folder, Groups};
 pub use passes::Passes;
 pub use prefix::Prefixes;
+pub use sketch::SketchShape;
 pub use spill::{PairSpill, Verified};
+pub use verify::{
+    Tokens, hash_and_set, jaccard, shingle_set, shingle_set_with, verify, verify_pair,
+};
+pub use wide::wide_join_part;
 
 /// A xorshift64 generator from a non-zero `seed`: the dedup tests' reproducible data.
 #[cfg(test)]

@@ -24,6 +24,11 @@ pub enum Tokens {
     Whitespace,
 }
 
+impl Tokens {
+    /// The word-shingle size of the ground truth and of verification.
+    pub const TRUTH_SHINGLE: usize = crate::dedup::verify::TRUTH_SHINGLE;
+}
+
 impl std::str::FromStr for Tokens {
     type Err = crate::Error;
     /// `unicode` or `whitespace`.
@@ -71,7 +76,7 @@ pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
 }
 
 /// A text's fingerprint by `hasher` ([`Simhasher::try_hash_text`](crate::simhash::Simhasher::try_hash_text))
-/// and its verification set ([`shingle_set_with`] at [`TRUTH_SHINGLE`]), from one tokenizing
+/// and its verification set ([`shingle_set_with`] at [`TRUTH_SHINGLE`](Tokens::TRUTH_SHINGLE)), from one tokenizing
 /// when they share their tokens (unicode tokens).
 pub fn hash_and_set(
     hasher: &crate::simhash::Simhasher,

@@ -114,7 +114,7 @@ pub fn wide_join(fps: &[u64], k: u32, progress: &ProgressHandle) -> Result<Vec<P
     WideJoin::new(fps, k)?.part(0, 1, progress)
 }
 
-/// The share of [`wide_join`] that part `part` of `parts` reports (see [`WideJoin::part`]).
+/// The share of `wide_join` that part `part` of `parts` reports (see `WideJoin::part`).
 pub fn wide_join_part(
     fps: &[u64],
     k: u32,

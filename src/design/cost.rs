@@ -18,8 +18,8 @@ pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
 /// searches the last keys (a 64-byte bucket per 16 blocks, `table::directory`).
 const READER_BYTES_PER_BLOCK: f64 = 12.0;
 /// Block sizes [`auto_block_size`] chooses from for indexes above
-/// [`AUTO_SEGMENTED_INDEX_BYTES`], smallest (fastest queries) first, all cut into segments of
-/// [`AUTO_SEGMENT_KEYS`]. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
+/// `AUTO_SEGMENTED_INDEX_BYTES`, smallest (fastest queries) first, all cut into segments of
+/// `AUTO_SEGMENT_KEYS`. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
 /// 3-10% faster than format 1's 256-byte blocks on one VM and level on another (with their
 /// first checks prefetched), at bound + 3.9 bits per key in format 2 (+ 3.3 in format 3)
 /// instead of + 5.6 and a quarter of the reader memory; 4096-byte ones were 1.4x slower
@@ -105,10 +105,10 @@ pub(crate) fn alignment(n: u64, prefix_bits: u32, segment_keys: u32, min_run: f6
 }
 
 /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
-/// arrays fit in [`AUTO_BLOCK_RAM_BUDGET`], else the largest.
+/// arrays fit in `AUTO_BLOCK_RAM_BUDGET`, else the largest.
 ///
-/// Up to [`AUTO_SEGMENTED_INDEX_BYTES`] of index: [`AUTO_SEGMENTED_BLOCK_SIZE`]. Above, the
-/// smallest of [`AUTO_BLOCK_SIZES`] whose last keys fit the budget: small blocks cost a probe
+/// Up to `AUTO_SEGMENTED_INDEX_BYTES` of index: `AUTO_SEGMENTED_BLOCK_SIZE`. Above, the
+/// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the budget: small blocks cost a probe
 /// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
 /// (and its directory) costs about 12 bytes per block per table, which at billions of keys is
 /// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's
@@ -130,7 +130,7 @@ pub fn auto_block_size(n: u64, tables: usize) -> u32 {
 
 impl Design {
     /// The design with the least expected work per query for `n` keys (see [`Cost`]), among
-    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`] tables, costed at
+    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`](crate::Design::DEFAULT_MAX_TABLES) tables, costed at
     /// the smallest automatic block size: the design a build with `--design auto` and
     /// `--block-size auto` picks.
     pub fn auto(n: u64, k: u32) -> Result<Design> {

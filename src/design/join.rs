@@ -19,8 +19,8 @@ const PAIR_NS: f64 = 2.0;
 /// ones more tables with longer prefixes (design `10` at a billion).
 ///
 /// ```
-/// let small = simdex::design::join_design(1_000_000, 3)?;
-/// let large = simdex::design::join_design(1_000_000_000, 3)?;
+/// let small = simdex::Design::for_join(1_000_000, 3)?;
+/// let large = simdex::Design::for_join(1_000_000_000, 3)?;
 /// assert_eq!((small.name(), large.name()), ("4", "10"));
 /// # Ok::<(), simdex::Error>(())
 /// ```

@@ -26,6 +26,7 @@ mod cost;
 mod join;
 
 pub(crate) use cost::alignment;
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use cost::{
     ALIGN_MIN_RUN, ALIGNED_SEGMENT_KEYS, AUTO_BLOCK_RAM_BUDGET, AUTO_BLOCK_SIZES,
     AUTO_SEGMENT_KEYS, AUTO_SEGMENT_MIN_BLOCK, AUTO_SEGMENTED_BLOCK_SIZE,
@@ -121,6 +122,48 @@ fn binom(n: u64, k: u64) -> u64 {
 }
 
 impl Design {
+    /// The radius-0 design that minimizes the modelled cost of a distributed self-join of `n`
+    /// fingerprints at distance `k`: per fingerprint, `tables × (shuffle + bucket size × pair)`.
+    /// Small sets take few tables with short prefixes (design `4` for k = 3 at a million), large
+    /// ones more tables with longer prefixes (design `10` at a billion).
+    pub fn for_join(n: u64, k: u32) -> Result<Design> {
+        join::join_design(n, k)
+    }
+
+    /// An error unless `design` can drive a bucket join: probe radius 0, so that a table's
+    /// candidates are exactly the fingerprints sharing its prefix.
+    pub fn check_join(&self) -> Result<()> {
+        join::check_join_design(self)
+    }
+
+    /// The block size for an index of `n` keys in `tables` tables: the smallest whose last-key
+    /// arrays fit in `AUTO_BLOCK_RAM_BUDGET`, else the largest.
+    ///
+    /// Up to `AUTO_SEGMENTED_INDEX_BYTES` of index: `AUTO_SEGMENTED_BLOCK_SIZE`. Above, the
+    /// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the budget: small blocks cost a probe
+    /// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
+    /// (and its directory) costs about 12 bytes per block per table, which at billions of keys is
+    /// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's
+    /// decode independent of the block size in every case.
+    pub fn auto_block_size(n: u64, tables: usize) -> u32 {
+        cost::auto_block_size(n, tables)
+    }
+
+    /// Block sizes [`Design::auto_block_size`] chooses from for indexes above
+    /// `AUTO_SEGMENTED_INDEX_BYTES`, smallest (fastest queries) first, all cut into segments of
+    /// `AUTO_SEGMENT_KEYS`. At 100M keys (design 10, 5 GB) 1024-byte blocks in segments were
+    /// 3-10% faster than format 1's 256-byte blocks on one VM and level on another (with their
+    /// first checks prefetched), at bound + 3.9 bits per key in format 2 (+ 3.3 in format 3)
+    /// instead of + 5.6 and a quarter of the reader memory; 4096-byte ones were 1.4x slower
+    /// (docs/log/benchmarks.md).
+    pub const AUTO_BLOCK_SIZES: [u32; 3] = crate::design::AUTO_BLOCK_SIZES;
+
+    /// The table-count budget [`Design::auto`] works under by default.
+    pub const DEFAULT_MAX_TABLES: usize = crate::design::DEFAULT_MAX_TABLES;
+
+    /// The largest k any constructor here accepts.
+    pub const MAX_K: u32 = crate::design::MAX_K;
+
     /// A design from explicit tables (as read from a manifest). Checks only shape, not coverage.
     pub fn from_tables(
         name: impl Into<String>,

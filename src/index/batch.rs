@@ -208,10 +208,10 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// this shard of every stored table past in-memory tables of the batch. See the module docs.
     ///
     /// ```
-    /// use simdex::index::{self, BatchOptions, BuildOptions};
+    /// use simdex::{BatchOptions, BuildOptions};
     /// # fn main() -> simdex::Result<()> {
     /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
-    /// index::build(&path, [0u64, 1 << 40, u64::MAX].into_iter().map(Ok), &BuildOptions::default())?;
+    /// simdex::build_index(&path, [0u64, 1 << 40, u64::MAX].into_iter().map(Ok), &BuildOptions::default())?;
     /// let idx = simdex::Index::open(&path)?;
     /// let r = idx.batch_near(&[3, 7 << 20], &BatchOptions::default().with_k(2))?;
     /// assert_eq!(r.pairs.len(), 1); // 3 is 2 bits from the stored 0
@@ -409,7 +409,7 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
 /// # fn main() -> simdex::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
 /// let fps = [0u64, 0b111, 1 << 40, 0b1];
-/// let pairs = simdex::index::self_join(&fps, 2, dir.path(), 1 << 20, &ProgressHandle::none())?;
+/// let pairs = simdex::self_join(&fps, 2, dir.path(), 1 << 20, &ProgressHandle::none())?;
 /// let got: Vec<(u64, u64, u32)> = pairs.iter().map(|p| (p.batch, p.stored, p.distance)).collect();
 /// assert_eq!(got, vec![(0, 1, 1), (0, 1 << 40, 1), (1, 0b111, 2), (1, 1 << 40, 2)]);
 /// # Ok(()) }

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 
 /// The join cost model lives with the designs; its functions are re-exported here, beside the
 /// bucket functions they serve.
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use crate::design::{check_join_design, join_design};
 
 /// An error unless `design` has probe radius 0 and `table` is one of its tables.
@@ -49,7 +50,7 @@ pub fn bucket_key(design: &Design, table: usize, fp: u64) -> Result<u64> {
     Ok(prefix(&design.tables()[table], fp))
 }
 
-/// [`bucket_key`] of every fingerprint of `fps` (the design checked once).
+/// `bucket_key` of every fingerprint of `fps` (the design checked once).
 pub fn bucket_keys(design: &Design, table: usize, fps: &[u64]) -> Result<Vec<u64>> {
     check(design, table)?;
     let t = &design.tables()[table];

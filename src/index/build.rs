@@ -78,12 +78,12 @@ pub struct BuildOptions {
     pub k: u32,
     /// The design.
     pub design: DesignChoice,
-    /// Block size of every table; `None` picks [`crate::design::auto_block_size`].
+    /// Block size of every table; `None` picks [`Design::auto_block_size`](crate::Design::auto_block_size).
     pub block_size: Option<u32>,
     /// Keys per segment of every table (0: none, format 1; else format 3, exactly S keys a
-    /// segment); `None` picks [`crate::design::auto_segment_keys`] for the block size, and
+    /// segment); `None` picks `crate::design::auto_segment_keys` for the block size, and
     /// aligns a table's segments to its prefix runs where they average enough keys
-    /// ([`crate::design::auto_alignment`], format 4).
+    /// (`auto_alignment`, format 4).
     pub segment_keys: Option<u32>,
     /// Codec of every table.
     pub codec: crate::codec::Codec,
@@ -164,7 +164,7 @@ pub struct BuildSummary {
     /// Keys per segment of its tables (0: none).
     pub segment_keys: u32,
     /// Tables whose segments are aligned to their prefix runs (format 4, segments of at
-    /// least [`crate::design::ALIGNED_SEGMENT_KEYS`] keys).
+    /// least `crate::design::ALIGNED_SEGMENT_KEYS` keys).
     pub aligned_tables: usize,
     /// Bytes of all table files.
     pub table_bytes: u64,

@@ -86,11 +86,11 @@ pub struct IndexVerifyReport {
 /// [`Index::from_parts`]), and query counters. `Send + Sync`; queries take `&self`.
 ///
 /// ```
-/// use simdex::index::{self, BuildOptions};
+/// use simdex::{BuildOptions};
 /// use simdex::Index;
 /// # fn main() -> simdex::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
-/// index::build(&path, [1u64, 2, 1 << 50].into_iter().map(Ok), &BuildOptions::default())?;
+/// simdex::build_index(&path, [1u64, 2, 1 << 50].into_iter().map(Ok), &BuildOptions::default())?;
 /// let mapped = Index::open(&path)?;
 /// let in_ram = Index::open_in_memory(&path)?; // for files that may change underneath
 /// assert_eq!(mapped.near(3, 1)?, in_ram.near(3, 1)?);
@@ -189,10 +189,10 @@ impl Index<Mmap> {
     /// As [`open`](Self::open), with options (see [`OpenOptions`]).
     ///
     /// ```
-    /// use simdex::index::{self, BuildOptions, OpenOptions};
+    /// use simdex::{BuildOptions, OpenOptions};
     /// # fn main() -> simdex::Result<()> {
     /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
-    /// index::build(&path, [1u64, 2, 1 << 50].into_iter().map(Ok), &BuildOptions::default())?;
+    /// simdex::build_index(&path, [1u64, 2, 1 << 50].into_iter().map(Ok), &BuildOptions::default())?;
     /// let idx = simdex::Index::open_with(&path, &OpenOptions::default().with_populate(true))?;
     /// assert_eq!(idx.near(3, 1)?.len(), 2);
     /// # Ok(()) }

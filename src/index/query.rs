@@ -204,10 +204,10 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     ///
     /// ```
     /// # use std::ops::ControlFlow;
-    /// # use simdex::index::{self, BuildOptions};
+    /// # use simdex::{BuildOptions};
     /// # fn main() -> simdex::Result<()> {
     /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("idx");
-    /// index::build(&path, [1u64, 3, 7, 1 << 40].into_iter().map(Ok), &BuildOptions::default())?;
+    /// simdex::build_index(&path, [1u64, 3, 7, 1 << 40].into_iter().map(Ok), &BuildOptions::default())?;
     /// let idx = simdex::Index::open(&path)?;
     /// let mut first_two = Vec::new();
     /// idx.near_with(0, 3, |m| {

@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use crate::dedup::verify::{TRUTH_SHINGLE, jaccard, jaccard_at_least, shingle_set};
 
 /// Every pair (i, j), i < j, of non-empty sets with Jaccard ≥ `t` (0 < t ≤ 1), exactly.

@@ -155,7 +155,7 @@ pub fn strip_tags(html: &str) -> String {
 }
 
 /// The visible text of an HTML document (or fragment), words separated as a browser would.
-/// Pages nested deeper than [`MAX_DEPTH`] elements are reduced by [`strip_tags`] instead (in
+/// Pages nested deeper than `MAX_DEPTH` elements are reduced by `strip_tags` instead (in
 /// linear time).
 pub fn visible_text(html: &str) -> String {
     if nesting_exceeds(html, MAX_DEPTH) {

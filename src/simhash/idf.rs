@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use simdex::simhash::{IdfTable, SimhashOptions, Simhasher};
+/// use simdex::{IdfTable, SimhashOptions, Simhasher};
 /// # fn main() -> simdex::Result<()> {
 /// let docs = ["a shared header then text one", "a shared header then text two"];
 /// let h = Simhasher::new(SimhashOptions::default())?;
@@ -116,7 +116,7 @@ pub fn sample_bound(digests: &[u64], size: usize) -> Option<u64> {
         .filter(|_| digests.len() > size)
 }
 
-/// The sample an IDF table is learned from: the documents whose [`text_digest`]s are the
+/// The sample an IDF table is learned from: the documents whose [`digest`](IdfSample::digest)s are the
 /// `size` smallest distinct ones, every copy counted. Fed a document at a time in any order,
 /// and [`merge`](Self::merge)d across threads or partitions, it holds at most `size` feature
 /// lists and gives the same table whatever the order; a caller tokenizes only the documents
@@ -131,6 +131,23 @@ pub struct IdfSample {
 }
 
 impl IdfSample {
+    /// The digest that decides whether a document is in a corpus's IDF sample: xxh3-64 (seed 0) of
+    /// its text's UTF-8 bytes as given (for HTML, the page, not its visible text).
+    pub fn digest(text: &str) -> u64 {
+        text_digest(text)
+    }
+
+    /// The bound of the IDF sample of a corpus whose texts have these digests: the largest of the
+    /// `size` smallest distinct digests (`None` when there are at most `size`: every document is
+    /// in). For learners that can see all digests before tokenizing (texts in memory, a
+    /// distributed corpus): they then count exactly the documents at or below it.
+    pub fn bound_of(digests: &[u64], size: usize) -> Option<u64> {
+        sample_bound(digests, size)
+    }
+
+    /// The most documents an IDF table is learned from by default (see the module docs).
+    pub const DOCS: usize = crate::simhash::IDF_SAMPLE_DOCS;
+
     /// An empty sample of at most `size` distinct texts (at least 1).
     pub fn new(size: usize) -> IdfSample {
         IdfSample {

@@ -23,6 +23,25 @@ pub enum Line {
     Bad(String),
 }
 
+impl Line {
+    /// Apply the rule to one line (without its line terminator; a trailing `\r` is whitespace).
+    pub fn parse(line: &str) -> Line {
+        parse_line(line)
+    }
+
+    /// [`Line::parse`] of raw bytes: bytes that are not UTF-8 make a bad line naming the column.
+    pub fn parse_bytes(line: &[u8]) -> Line {
+        parse_bytes(line)
+    }
+
+    /// A name for a bad line where no line number travels with it (the Spark job's `bad` rows):
+    /// its `"id"` as JSON text (so a tab or newline in it stays visible and the row one line),
+    /// else the line's first 80 characters, escaped the same way.
+    pub fn label(line: &str) -> String {
+        bad_line_label(line)
+    }
+}
+
 /// Apply the rule to one line (without its line terminator; a trailing `\r` is whitespace).
 pub fn parse_line(line: &str) -> Line {
     if line.trim().is_empty() {

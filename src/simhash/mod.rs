@@ -22,6 +22,7 @@ internal_mod!(tokens);
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use idf::{DfCounter, IDF_SAMPLE_DOCS, IdfSample, IdfTable, sample_bound, text_digest};
 
 /// Seed of the feature hash: xxh3-64 with this seed (the bytes of "simdex\0\x01", big-endian).
@@ -325,6 +326,9 @@ impl Default for SimhashOptions {
 }
 
 impl SimhashOptions {
+    /// Default shingle size, chosen by the evaluation in docs/log/benchmarks.md.
+    pub const DEFAULT_SHINGLE: usize = crate::simhash::DEFAULT_SHINGLE;
+
     /// Features are shingles of `shingle` consecutive tokens.
     pub fn with_shingle(mut self, shingle: usize) -> Self {
         self.shingle = shingle;
@@ -341,7 +345,7 @@ impl SimhashOptions {
 /// Text (or HTML) to fingerprint, with fixed options. Cheap to clone, `Send + Sync`.
 ///
 /// ```
-/// use simdex::simhash::{SimhashOptions, Simhasher};
+/// use simdex::{SimhashOptions, Simhasher};
 /// # fn main() -> simdex::Result<()> {
 /// let h = Simhasher::new(SimhashOptions::default())?; // word 2-shingles, count weights
 /// let a = h.hash_text("The quick brown fox jumps over the lazy dog.");

@@ -120,9 +120,17 @@ impl Store {
         })
     }
 
-    /// The document stored under the store's numeric id `id`, if any.
-    pub fn doc(&self, id: u64) -> Result<Option<DocMeta>> {
-        Ok(self.docs_of(&[id])?.pop().flatten())
+    internal_fn! {
+        /// The document stored under the store's numeric id `id`, if any.
+        fn doc(&self, id: u64) -> Result<Option<DocMeta>> {
+            Ok(self.docs_of(&[id])?.pop().flatten())
+        }
+    }
+
+    /// The string id the document under the store's numeric id `id` was stored with (`None`
+    /// where there is no document, or its caller gave a number): how answers name it.
+    pub fn doc_key(&self, id: u64) -> Result<Option<Arc<str>>> {
+        Ok(self.doc(id)?.and_then(|d| d.key))
     }
 
     /// The documents of `ids`, in order, under one look at the store's state.

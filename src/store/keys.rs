@@ -27,7 +27,7 @@ const _: () = assert!(KEY_WINDOW == 1 << super::delta::SPAN_BITS);
 pub enum DocId {
     /// A numeric id, stored as itself.
     Num(u64),
-    /// A string id (1 to [`MAX_KEY_BYTES`] bytes), kept in the store and returned in answers.
+    /// A string id (1 to 2048 bytes), kept in the store and returned in answers.
     Key(Arc<str>),
 }
 
@@ -42,7 +42,7 @@ impl DocId {
         }
     }
 
-    /// An error unless the id can be stored: a string id of 1 to [`MAX_KEY_BYTES`] bytes.
+    /// An error unless the id can be stored: a string id of 1 to 2048 bytes.
     pub fn check(&self) -> Result<()> {
         match self {
             DocId::Key(k) if k.is_empty() || k.len() > MAX_KEY_BYTES => {

@@ -64,16 +64,20 @@ use durability::{Durability, lock};
 use generation::Current;
 use wal::LogWriter;
 
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use docs::{DocMeta, MAX_KEY_BYTES};
 pub use documents::{Document, IngestOptions, Verdict};
 pub use expire::Expiry;
 pub use generation::{Generation, GenerationSummary};
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use keys::{DocId, KEY_SEED, KEY_WINDOW};
 pub use options::{
     CreateOptions, Recovery, ShapeRequest, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
     StoreRow, StoreStats, SyncPolicy,
 };
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use recipe::{Hashed, LEARN_DOCS, MIN_LEARN_DOCS, RECIPE_NAME, Recipe};
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take it
 pub use sets::DocSet;
 
 /// File name of the writer lock.
@@ -106,7 +110,7 @@ impl State {
 /// threads with an `Arc`; writes serialize internally, queries run in parallel.
 ///
 /// ```
-/// use simdex::store::{CreateOptions, Store, StoreOptions, SyncPolicy};
+/// use simdex::{CreateOptions, Store, StoreOptions, SyncPolicy};
 /// # fn main() -> simdex::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("store");
 /// Store::create(&path, &CreateOptions::default().with_k(3))?;
@@ -164,9 +168,22 @@ impl Store {
         &self.recovery
     }
 
-    /// The live generation (a snapshot: it stays readable, files included, while held).
-    pub fn generation(&self) -> Arc<Generation> {
-        Arc::clone(&self.read_state().generation)
+    internal_fn! {
+        /// The live generation (a snapshot: it stays readable, files included, while held).
+        fn generation(&self) -> Arc<Generation> {
+            Arc::clone(&self.read_state().generation)
+        }
+    }
+
+    /// The largest distance the store's design answers: a query's k is at most this.
+    pub fn k(&self) -> u32 {
+        self.read_state().generation.index().design().k()
+    }
+
+    /// The live generation's directory: an index (`simdex stats` and `Index::open` read it)
+    /// beside the store's id map, until a compaction replaces it.
+    pub fn generation_dir(&self) -> PathBuf {
+        self.read_state().generation.dir().to_path_buf()
     }
 
     fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {

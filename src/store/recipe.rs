@@ -102,6 +102,15 @@ impl PartialEq for Recipe {
 impl Eq for Recipe {}
 
 impl Recipe {
+    /// The fewest documents a store's IDF weights may be learned from: weights from a handful of
+    /// documents would be frozen into the store for good (a store refuses to be created with them;
+    /// use count weights for smaller starts).
+    pub const MIN_LEARN_DOCS: usize = crate::store::MIN_LEARN_DOCS;
+
+    /// Documents the weights are learned from by default: the first this many a store is created
+    /// with (docs/log/benchmarks.md, "Weights learned by the store").
+    pub const LEARN_DOCS: usize = crate::store::LEARN_DOCS;
+
     /// A recipe: `shingle`-word shingles, HTML or plain text, this sketch, these weights
     /// (`None`: counts). An error for a shingle size outside 1..=16, weights of another shingle
     /// size, or HTML in a build without the `html` feature.
@@ -191,7 +200,7 @@ impl Recipe {
     }
 
     /// A recipe whose IDF weights are learned from `sample`, every text of it (by default a
-    /// store is created with its first [`LEARN_DOCS`] documents); a feature counts once per
+    /// store is created with its first [`LEARN_DOCS`](crate::Recipe::LEARN_DOCS) documents); a feature counts once per
     /// text.
     pub fn learn<'a>(
         shingle: usize,
@@ -243,37 +252,39 @@ impl Recipe {
         text.into()
     }
 
-    /// A document's fingerprint and sketch (of its word 3-shingle set, as
-    /// [`crate::dedup::verify::shingle_set`] gives it), from one tokenizing.
-    pub fn hash(&self, text: &str) -> Hashed {
-        let text = self.visible(text);
-        let mut feats = Vec::new();
-        let mut set = Vec::new();
-        let keep = self.exact.is_some();
-        let sketch = self.sketch.sketch_with(|bins| {
-            feats =
-                crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE, |h| {
-                    bins.add(h);
-                    if keep {
-                        set.push(h);
-                    }
-                });
-        });
-        let set = keep.then(|| {
-            set.sort_unstable();
-            set.dedup();
-            set.shrink_to_fit();
-            set
-        });
-        let prefix = set
-            .as_deref()
-            .zip(self.exact)
-            .map(|(s, t0)| self.order.prefix(s, t0));
-        Hashed {
-            fingerprint: self.hasher.try_hash_features(feats),
-            sketch,
-            set,
-            prefix,
+    internal_fn! {
+        /// A document's fingerprint and sketch (of its word 3-shingle set, as
+        /// [`crate::dedup::verify::shingle_set`] gives it), from one tokenizing.
+        fn hash(&self, text: &str) -> Hashed {
+            let text = self.visible(text);
+            let mut feats = Vec::new();
+            let mut set = Vec::new();
+            let keep = self.exact.is_some();
+            let sketch = self.sketch.sketch_with(|bins| {
+                feats =
+                    crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE, |h| {
+                        bins.add(h);
+                        if keep {
+                            set.push(h);
+                        }
+                    });
+            });
+            let set = keep.then(|| {
+                set.sort_unstable();
+                set.dedup();
+                set.shrink_to_fit();
+                set
+            });
+            let prefix = set
+                .as_deref()
+                .zip(self.exact)
+                .map(|(s, t0)| self.order.prefix(s, t0));
+            Hashed {
+                fingerprint: self.hasher.try_hash_features(feats),
+                sketch,
+                set,
+                prefix,
+            }
         }
     }
 

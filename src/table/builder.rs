@@ -63,6 +63,25 @@ impl Default for TableOptions {
 }
 
 impl TableOptions {
+    /// Check a block size: a power of two in 128..=65536.
+    pub fn check_block_size(b: u32) -> Result<()> {
+        super::format::check_block_size(b)
+    }
+
+    /// Check a segment length for blocks of `block_size` bytes (0: unsegmented, always valid).
+    pub fn check_segment_keys(segment_keys: u32, block_size: u32) -> Result<()> {
+        super::format::check_segment_keys(segment_keys, block_size)
+    }
+
+    /// The largest block size a segmented table may use: skip entries hold stream bit offsets in
+    /// 16 bits, and a block of 8192 bytes has 65408 stream bits.
+    pub const MAX_SEGMENTED_BLOCK_SIZE: u32 = crate::table::MAX_SEGMENTED_BLOCK_SIZE;
+
+    /// Most keys per segment of an aligned table, S: a run shorter than this shares its
+    /// segment with the runs after it, so that an entry (about 41 bits at a million keys) serves
+    /// several keys.
+    pub const ALIGNED_SEGMENT_KEYS: u32 = crate::design::ALIGNED_SEGMENT_KEYS;
+
     /// Block size in bytes (a power of two in 128..=65536).
     pub fn with_block_size(mut self, block_size: u32) -> Self {
         self.block_size = block_size;
@@ -441,7 +460,7 @@ where
     tw.finish()
 }
 
-/// Build a table file at `path` atomically (see [`build_to`] for `pass`).
+/// Build a table file at `path` atomically (see `build_to` for `pass`).
 pub fn build_file<F, I>(path: &Path, opts: &TableOptions, pass: F) -> Result<TableSummary>
 where
     F: FnMut() -> Result<I>,

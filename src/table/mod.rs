@@ -21,11 +21,13 @@ pub mod reader;
 mod segment;
 mod verify;
 
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use builder::{
     DEFAULT_BLOCK_SIZE, Histogram, TableOptions, TableSummary, TableWriter, build_bytes,
     build_file, build_to,
 };
 pub use cursor::Range;
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use format::{MAX_SEGMENTED_BLOCK_SIZE, check_block_size, check_segment_keys};
 pub use reader::{Table, TableStats, VerifyReport};
 

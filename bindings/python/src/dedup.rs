@@ -116,8 +116,7 @@ pub fn verify_texts<'py>(
     ),
 )> {
     let k = k.0;
-    use simdex::dedup::verify as rule;
-    let tokens: rule::Tokens = tokens.parse().map_err(to_py)?;
+    let tokens: simdex::dedup::Tokens = tokens.parse().map_err(to_py)?;
     let texts = crate::texts::Texts::from_py(texts)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
@@ -127,10 +126,10 @@ pub fn verify_texts<'py>(
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("verify = {t} is not in (0, 1]")));
     }
-    if k > rule::MAX_CANDIDATE_K {
+    if k > simdex::dedup::Candidates::MAX_CANDIDATE_K {
         return Err(invalid(format!(
             "candidate_k = {k} is not in 0..={}",
-            rule::MAX_CANDIDATE_K
+            simdex::dedup::Candidates::MAX_CANDIDATE_K
         )));
     }
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
@@ -142,7 +141,11 @@ pub fn verify_texts<'py>(
         let set = |r: usize| -> simdex::Result<Vec<u64>> {
             cancel.check()?;
             let text = visible(texts.get(r), html);
-            Ok(rule::shingle_set_with(&text, rule::TRUTH_SHINGLE, tokens))
+            Ok(simdex::dedup::shingle_set_with(
+                &text,
+                simdex::dedup::Tokens::TRUTH_SHINGLE,
+                tokens,
+            ))
         };
         // The rows in chunks of 2^16 (a set is computed per row on all cores, a chunk at a time).
         let n = texts.len();
@@ -171,7 +174,7 @@ pub fn verify_texts<'py>(
             Ok(())
         };
         let progress = cancel.progress();
-        if k > simdex::design::MAX_K {
+        if k > simdex::Design::MAX_K {
             // Beyond an index's k, every row's prefix first (dedup::prefix): the candidates are
             // the pairs within k that may reach `t`, from the prefix join or, where many rows
             // share prefix shingles, the block join filtered.
@@ -225,8 +228,7 @@ pub fn jaccard_pairs<'py>(
     tokens: &str,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use crate::texts::Texts;
-    use simdex::dedup::verify as rule;
-    let tokens: rule::Tokens = tokens.parse().map_err(to_py)?;
+    let tokens: simdex::dedup::Tokens = tokens.parse().map_err(to_py)?;
     if !(t > 0.0 && t <= 1.0) {
         return Err(invalid(format!("t = {t} is not in (0, 1]")));
     }
@@ -244,10 +246,12 @@ pub fn jaccard_pairs<'py>(
             .into_par_iter()
             .with_min_len(64)
             .map(|i| {
-                let set = |x: &str| rule::shingle_set_with(x, rule::TRUTH_SHINGLE, tokens);
+                let set = |x: &str| {
+                    simdex::dedup::shingle_set_with(x, simdex::dedup::Tokens::TRUTH_SHINGLE, tokens)
+                };
                 let sa = set(&visible(ta.get(i), html));
                 let sb = set(&visible(tb.get(i), html));
-                rule::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
+                simdex::dedup::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
             })
             .collect::<Vec<f64>>();
         Ok(jac)

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use crate::args::{Distance, Threads};
 use pyo3::types::PyDict;
-use simdex::index::{self, BatchOptions, BuildOptions, DesignChoice, NearMany, OpenOptions, Shard};
+use simdex::{BatchOptions, BuildOptions, DesignChoice, NearMany, OpenOptions, Shard};
 use simdex::{Index, Match};
 
 use crate::arrays::{out, u64_array};
@@ -105,7 +105,7 @@ impl PyIndex {
         // Ctrl-C stops the build between chunks and publishes nothing.
         let idx = detached_cancellable(py, threads, move |cancel| {
             let opts = opts.with_progress(cancel.progress());
-            index::build(&p, fps.iter().map(|&f| Ok(f)), &opts)?;
+            simdex::build_index(&p, fps.iter().map(|&f| Ok(f)), &opts)?;
             Index::open(&p)
         })?;
         Ok(PyIndex {
@@ -219,7 +219,7 @@ impl PyIndex {
             threads,
             move || with!(held, i => i.batch_near(qs, &opts)),
         )?;
-        let triple = |pairs: &[index::Pair]| {
+        let triple = |pairs: &[simdex::Pair]| {
             let mut b = Vec::with_capacity(pairs.len());
             let mut s = Vec::with_capacity(pairs.len());
             let mut d = Vec::with_capacity(pairs.len());

@@ -7,7 +7,6 @@ use simdex::dedup::Clusters;
 
 use crate::args::{Distance, Threads};
 use simdex::Design;
-use simdex::index::bucket;
 
 use crate::arrays::{out, u64_array};
 use crate::errors::to_py;
@@ -19,10 +18,10 @@ use crate::runtime::detached;
 #[pyo3(signature = (n, k, name=None))]
 pub fn join_design(n: u64, k: u32, name: Option<&str>) -> PyResult<(String, usize)> {
     let d = match name {
-        None => bucket::join_design(n, k).map_err(to_py)?,
+        None => simdex::Design::for_join(n, k).map_err(to_py)?,
         Some(name) => {
             let d = design(name, k)?;
-            bucket::check_join_design(&d).map_err(to_py)?;
+            simdex::Design::check_join(&d).map_err(to_py)?;
             d
         }
     };
@@ -46,7 +45,7 @@ pub fn bucket_keys<'py>(
     let d = self::design(design, k)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
-    let keys = detached(py, None, move || bucket::bucket_keys(&d, table, fps))?;
+    let keys = detached(py, None, move || simdex::raw::bucket_keys(&d, table, fps))?;
     Ok(out(py, keys))
 }
 
@@ -72,7 +71,9 @@ pub fn bucket_pairs<'py>(
     let d = self::design(design, k)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
-    let pairs = detached(py, None, move || bucket::bucket_pairs(&d, table, k, fps))?;
+    let pairs = detached(py, None, move || {
+        simdex::raw::bucket_pairs(&d, table, k, fps)
+    })?;
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for (i, j, dist) in pairs {
         a.push(i);
@@ -119,7 +120,7 @@ pub fn components<'py>(
 }
 
 /// Share `part` of `parts` of the block join of distinct fingerprints beyond an index's k
-/// (`simdex::dedup::wide`, the candidates of verified dedup as `simdex dedup --verify` finds
+/// (`simdex::dedup::wide_join_part`, the candidates of verified dedup as `simdex dedup --verify` finds
 /// them): the pairs within `k` bits whose smaller fingerprint is `fingerprints[i]` with
 /// i ≡ part (mod parts), as (a, b, distance) with a < b.
 #[pyfunction]
@@ -135,13 +136,8 @@ pub fn wide_pairs<'py>(
     let fps = arr.as_slice()?;
     let k = k.0;
     let (a, b, c) = detached(py, Some(Threads(1)), move || {
-        let pairs = simdex::dedup::wide::wide_join_part(
-            fps,
-            k,
-            part,
-            parts,
-            &simdex::progress::ProgressHandle::none(),
-        )?;
+        let pairs =
+            simdex::dedup::wide_join_part(fps, k, part, parts, &simdex::ProgressHandle::none())?;
         Ok(pairs
             .into_iter()
             .map(|p| (p.batch, p.stored, p.distance))

@@ -1,9 +1,9 @@
 //! JSON Lines for the Spark job: lines read as text on the executors, parsed by the library's
-//! rule (`simdex::simhash::jsonl`), so that Spark and `simdex dedup --jsonl` agree on every
+//! rule (`simdex::raw::parse_bytes`), so that Spark and `simdex dedup --jsonl` agree on every
 //! document and on every bad line's reason.
 
 use pyo3::prelude::*;
-use simdex::simhash::jsonl::{Line, parse_line};
+use simdex::raw::Line;
 
 use crate::texts::Texts;
 
@@ -30,14 +30,9 @@ pub fn parse_jsonl(py: Python<'_>, lines: &Bound<'_, PyAny>) -> PyResult<Parsed>
         );
         for i in 0..n {
             let line = lines.get(i);
-            let (id, text, why, blank) = match parse_line(line) {
+            let (id, text, why, blank) = match simdex::raw::Line::parse(line) {
                 Line::Doc { id, text } => (Some(id), Some(text), None, false),
-                Line::Bad(why) => (
-                    Some(simdex::simhash::jsonl::bad_line_label(line)),
-                    None,
-                    Some(why),
-                    false,
-                ),
+                Line::Bad(why) => (Some(simdex::raw::Line::label(line)), None, Some(why), false),
                 _ => (None, None, None, true),
             };
             out.0.push(id);

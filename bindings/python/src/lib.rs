@@ -30,7 +30,7 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text::hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(text::doc_freqs, m)?)?;
     m.add_function(wrap_pyfunction!(text::text_digests, m)?)?;
-    m.add("IDF_SAMPLE_DOCS", simdex::simhash::IDF_SAMPLE_DOCS)?;
+    m.add("IDF_SAMPLE_DOCS", simdex::IdfSample::DOCS)?;
     m.add_function(wrap_pyfunction!(dedup::dedup_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::verify_texts, m)?)?;
     m.add_function(wrap_pyfunction!(dedup::jaccard_pairs, m)?)?;
@@ -40,9 +40,14 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::components, m)?)?;
     m.add_function(wrap_pyfunction!(join::wide_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl::parse_jsonl, m)?)?;
-    use simdex::dedup::verify as rule;
-    m.add("DEFAULT_CANDIDATE_K", rule::DEFAULT_CANDIDATE_K)?;
-    m.add("MAX_CANDIDATE_K", rule::MAX_CANDIDATE_K)?;
+    m.add(
+        "DEFAULT_CANDIDATE_K",
+        simdex::dedup::Candidates::DEFAULT_CANDIDATE_K,
+    )?;
+    m.add(
+        "MAX_CANDIDATE_K",
+        simdex::dedup::Candidates::MAX_CANDIDATE_K,
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use rayon::ThreadPool;
 use simdex::Error;
-use simdex::progress::{Progress, ProgressHandle};
+use simdex::{Progress, ProgressHandle};
 
 use crate::args::Threads;
 use crate::errors::{raise, to_py};

@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 
 use crate::args::{Distance, Threads};
 use pyo3::types::PyDict;
-use simdex::simhash::DEFAULT_SHINGLE;
-use simdex::store::{
+
+use simdex::{
     CreateOptions, DocId, Document, IngestOptions, Recipe, ShapeRequest, Store, StoreOptions,
     Verdict,
 };
@@ -81,7 +81,7 @@ fn with_store_watched<T: Send>(
 
 /// The k a query without one is answered at: the live generation's design's.
 fn default_k(s: &Store) -> u32 {
-    s.generation().index().design().k()
+    s.k()
 }
 
 fn closed(path: &std::path::Path) -> PyErr {
@@ -142,7 +142,7 @@ impl PyStore {
         let copts = CreateOptions::default()
             .with_k(k.map_or(3, |k| k.0))
             .with_design(design_choice(design.unwrap_or("auto")))
-            .with_codec(codec.unwrap_or(simdex::codec::Codec::HDelta))
+            .with_codec(codec.unwrap_or(simdex::raw::Codec::HDelta))
             .with_block_size(block_size)
             .with_expected_keys(expected);
         let mut req = ShapeRequest::default();
@@ -157,13 +157,13 @@ impl PyStore {
                 let recipe = match (documents, &sample) {
                     (false, _) => None,
                     (true, None) => Some(Recipe::new(
-                        shingle.unwrap_or(DEFAULT_SHINGLE),
+                        shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
                         html.unwrap_or(false),
                         Default::default(),
                         None,
                     )?),
                     (true, Some(t)) => Some(Recipe::learn(
-                        shingle.unwrap_or(DEFAULT_SHINGLE),
+                        shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
                         html.unwrap_or(false),
                         Default::default(),
                         (0..t.len()).map(|i| t.get(i)),
@@ -422,7 +422,7 @@ impl PyStore {
         before: Option<&Bound<'_, PyAny>>,
         before_seq: Option<u64>,
     ) -> PyResult<u64> {
-        use simdex::store::Expiry;
+        use simdex::Expiry;
         let expiry = match (before, before_seq) {
             (Some(t), None) => {
                 let secs: f64 = match t.hasattr("timestamp")? {

@@ -7,7 +7,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 
 use crate::args::Threads;
-use simdex::simhash::{DfCounter, IdfTable, SimhashOptions, Simhasher};
+use simdex::{DfCounter, IdfTable, SimhashOptions, Simhasher};
 
 use crate::arrays::{out, u64_array};
 use crate::errors::{invalid, to_py};
@@ -78,7 +78,7 @@ pub fn doc_freqs<'py>(
     let long = t.len() > LONG_CALL;
     let (f, c, n) = detached_watched(py, threads, long, move |cancel| {
         let keep =
-            |_: usize, text: &str| bound.is_none_or(|b| simdex::simhash::text_digest(text) <= b);
+            |_: usize, text: &str| bound.is_none_or(|b| simdex::IdfSample::digest(text) <= b);
         let counter = crate::texts::doc_freqs(&t, &h, html, keep, cancel)?;
         let n = counter.docs();
         let (f, c) = counter
@@ -90,7 +90,7 @@ pub fn doc_freqs<'py>(
     Ok((out(py, f), out(py, c), n))
 }
 
-/// The IDF sample digest of each text (`simdex::simhash::text_digest` of what is tokenized):
+/// The IDF sample digest of each text (`simdex::raw::text_digest` of what is tokenized):
 /// internal, called by `simdex.distributed.text_digests`.
 #[pyfunction]
 #[pyo3(signature = (texts, *, html=false, threads=None))]

@@ -11,12 +11,12 @@ use pyo3_arrow::input::AnyArray;
 use crate::errors::invalid;
 use crate::runtime::Cancel;
 use rayon::prelude::*;
-use simdex::simhash::{DfCounter, Simhasher};
+use simdex::{DfCounter, Simhasher};
 
 /// The text to hash: an HTML page's visible text, or the text itself.
 pub fn visible(text: &str, html: bool) -> std::borrow::Cow<'_, str> {
     if html {
-        std::borrow::Cow::Owned(simdex::simhash::html::visible_text(text))
+        std::borrow::Cow::Owned(simdex::raw::visible_text(text))
     } else {
         std::borrow::Cow::Borrowed(text)
     }
@@ -208,19 +208,19 @@ pub fn doc_freqs(
         })
 }
 
-/// The IDF sample digest (`simdex::simhash::text_digest`) of each text's tokenized text.
+/// The IDF sample digest (`simdex::raw::text_digest`) of each text's tokenized text.
 pub fn digests(texts: &Texts, html: bool, cancel: &Cancel) -> simdex::Result<Vec<u64>> {
     (0..texts.len())
         .into_par_iter()
         .with_min_len(256)
         .map(|i| {
             cancel.check()?;
-            Ok(simdex::simhash::text_digest(&visible(texts.get(i), html)))
+            Ok(simdex::IdfSample::digest(&visible(texts.get(i), html)))
         })
         .collect()
 }
 
-/// IDF weights learned from the corpus's sample (`simdex::simhash::IdfSample`): every text
+/// IDF weights learned from the corpus's sample (`simdex::IdfSample`): every text
 /// digested, then only the sample's tokenized, on all cores.
 pub fn learn_idf(
     texts: &Texts,
@@ -228,10 +228,10 @@ pub fn learn_idf(
     shingle: usize,
     html: bool,
     cancel: &Cancel,
-) -> simdex::Result<simdex::simhash::IdfTable> {
+) -> simdex::Result<simdex::IdfTable> {
     let d = digests(texts, html, cancel)?;
     let n = d.len() as u64;
-    let bound = simdex::simhash::sample_bound(&d, simdex::simhash::IDF_SAMPLE_DOCS);
+    let bound = simdex::IdfSample::bound_of(&d, simdex::IdfSample::DOCS);
     let keep = |i: usize, _: &str| bound.is_none_or(|b| d[i] <= b);
     Ok(doc_freqs(texts, h, html, keep, cancel)?.finish_for(shingle, n))
 }
