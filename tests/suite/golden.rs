@@ -133,6 +133,15 @@ fn vectors() -> Vec<Vector> {
             written: true,
         },
         Vector {
+            name: "v4-worked-example",
+            block_size: 128,
+            permutation: Permutation::identity(),
+            codec: Codec::HDelta,
+            segment_keys: 2,
+            aligned_prefix: 4,
+            written: true,
+        },
+        Vector {
             name: "v4-multi-block",
             block_size: 256,
             permutation: Permutation::with_top(&(16..32).collect::<Vec<u8>>()).unwrap(),
@@ -208,6 +217,15 @@ fn source_keys(v: &Vector) -> Vec<u64> {
             0x1000_0000_0000_01A5,
             0x1A2B_3C4D_5E6F_7081,
             0x1A2B_3C4D_5E6F_70F0,
+        ],
+        // Two runs under the top 4 bits: the second starts a segment (format 4's alignment).
+        "v4-worked-example" => vec![
+            0x1000_0000_0000_0000,
+            0x1000_0000_0000_0001,
+            0x1000_0000_0000_01A5,
+            0x2A2B_3C4D_5E6F_7081,
+            0x2A2B_3C4D_5E6F_7090,
+            0x2A2B_3C4D_5E6F_70F0,
         ],
         "v1-multi-block" | "v1-gap-multi-block" | "v2-multi-block" | "v2-gap-multi-block"
         | "v3-multi-block" | "v3-gap-multi-block" | "v4-multi-block" | "v4-gap-multi-block" => {
