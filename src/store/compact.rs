@@ -1,5 +1,6 @@
 //! Compaction (fold the delta into generation N+1 while queries and writes go on), rebuild
-//! into another design, and merging two stores.
+//! into another design, and merging two stores; when the writer compacts and when the
+//! background compactor does.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::delta::Layer;
 use super::durability::lock;
 use super::generation::{self, Current, Generation, Layout, Source};
-use super::open::{log_numbers, perms_of};
+use super::open::log_numbers;
 use super::storage::OsStorage;
 use super::wal::{self, LogWriter};
 use super::*;
@@ -21,6 +22,23 @@ use crate::error::{Error, Result};
 const AUTO_SETS_SLACK: f64 = 0.25;
 /// The same for an explicit [`Store::compact`] (after an expiry, say): space is reclaimed.
 const SETS_SLACK: f64 = 0.02;
+
+/// A store's compactions: one at a time, the background compactor's signal, and what they did.
+#[derive(Debug, Default)]
+pub(super) struct Compaction {
+    /// Held by the compaction under way.
+    pub(super) lock: Mutex<()>,
+    /// Wakes the background compactor (set, then notified).
+    pub(super) wake: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    /// Set while a background compactor runs: writers that fill the delta wake it instead of
+    /// compacting themselves.
+    pub(super) background: AtomicBool,
+    /// Compactions done since open, and their time.
+    pub(super) count: AtomicU64,
+    pub(super) nanos: AtomicU64,
+    /// The error of the last failed background compaction, reported by the next call.
+    pub(super) error: Mutex<Option<Error>>,
+}
 
 impl Store {
     /// Fold the delta into a new generation. Queries (and, except during a rebuild, writes)
@@ -61,7 +79,7 @@ impl Store {
     ) -> Result<Option<GenerationSummary>> {
         self.check_writable()?;
         // One at a time; the merge runs on the store's own pool (see `pool`).
-        super::pool::locked_install(&self.compaction, || {
+        super::pool::locked_install(&self.compaction.lock, || {
             self.compact_locked(relayout, only_if_full)
         })
     }
@@ -79,7 +97,7 @@ impl Store {
             }
         }
         // Freeze the delta and start a new log (unless a failed compaction left one frozen).
-        let mut writer = lock(&self.writer);
+        let mut writer = lock(&self.log.writer);
         let target = {
             let mut st = self.write_state();
             let log = writer
@@ -104,7 +122,7 @@ impl Store {
                     return Ok(None);
                 }
                 let next = LogWriter::create(&self.dir, log.number() + 1, &*self.opts.log_storage)?;
-                self.durability.switch_log(log, &next)?;
+                self.log.durability.switch_log(log, &next)?;
                 *writer = Some(next);
                 let fresh = st.active.empty_like();
                 let old = std::mem::replace(&mut st.active, fresh);
@@ -179,7 +197,7 @@ impl Store {
             }
             if writer.is_some() {
                 let p = st.active.prefixer().cloned();
-                st.active = Layer::new(perms_of(&new_gen)).with_prefixer(p);
+                st.active = Layer::new(new_gen.layer_tables()).with_prefixer(p);
             }
             let old = std::mem::replace(&mut st.generation, new_gen);
             st.frozen = None;
@@ -195,8 +213,8 @@ impl Store {
         }
         crate::atomic::sync_dir(&self.dir)?;
         crate::os::release_free_heap();
-        self.compactions.fetch_add(1, Ordering::Relaxed);
-        self.compaction_nanos
+        self.compaction.count.fetch_add(1, Ordering::Relaxed);
+        self.compaction.nanos
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(Some(summary))
     }
@@ -208,7 +226,7 @@ impl Store {
         let out = out.as_ref();
         let (ga, la) = a.snapshot_layer();
         let (gb, lb) = b.snapshot_layer();
-        if a.recipe != b.recipe {
+        if a.docs.recipe != b.docs.recipe {
             return Err(Error::InvalidArgument(
                 "stores have different recipes (or one has none): their fingerprints are not \
                  comparable"
@@ -243,7 +261,7 @@ impl Store {
         )?
         .0;
         LogWriter::create(staging.path(), 0, &OsStorage)?;
-        if let Some(r) = &a.recipe {
+        if let Some(r) = &a.docs.recipe {
             r.write(staging.path())?;
         }
         Current {
@@ -265,5 +283,65 @@ impl Store {
         };
         layer.absorb(&st.active);
         (Arc::clone(&st.generation), layer)
+    }
+}
+
+/// The background compactor, and the writer's own compaction when the delta is full.
+impl Store {
+    /// Compact (or wake the compactor) if the delta holds `ops` operations or more.
+    pub(super) fn maybe_compact(&self, ops: u64) -> Result<()> {
+        let max = self.opts.max_delta;
+        if ops >= max {
+            if self.compaction.background.load(Ordering::Acquire) && ops < 2 * max {
+                let (wake, cv) = &*self.compaction.wake;
+                *lock(wake) = true;
+                cv.notify_one();
+            } else {
+                // No compactor, or it is not keeping up: compact here (backpressure).
+                self.compact_with(None, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Start a thread that compacts whenever the delta is full, so that writers do not wait for
+    /// compactions (unless the delta reaches twice its bound while one runs: then the writer
+    /// compacts too, which bounds memory). The thread holds only a weak reference and ends when
+    /// the store is dropped. Errors of background compactions poison nothing; the next full
+    /// delta retries, and the writer's own compaction reports them.
+    pub fn start_background_compaction(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        self.compaction.background.store(true, Ordering::Release);
+        let weak = Arc::downgrade(self);
+        let signal = Arc::clone(&self.compaction.wake);
+        std::thread::spawn(move || {
+            loop {
+                {
+                    let (wake, cv) = &*signal;
+                    let mut w = lock(wake);
+                    while !*w {
+                        let (g, t) = cv
+                            .wait_timeout(w, std::time::Duration::from_millis(100))
+                            .unwrap_or_else(|e| e.into_inner());
+                        w = g;
+                        if t.timed_out() {
+                            break;
+                        }
+                    }
+                    *w = false;
+                }
+                let Some(store) = weak.upgrade() else { return };
+                if let Err(e) = store.compact_with(None, true) {
+                    *lock(&store.compaction.error) = Some(e);
+                }
+            }
+        })
+    }
+
+    /// Report (once) the error of a background compaction that failed since the last call.
+    pub(crate) fn take_background_error(&self) -> Result<()> {
+        match lock(&self.compaction.error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }

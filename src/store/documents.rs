@@ -26,7 +26,6 @@ use rayon::prelude::*;
 use super::candidate::{Candidate, Compared, Exact, better, similarity};
 use super::docs::DocMeta;
 use super::keys::{DocId, Slots, caller_id};
-use super::open::perms_of;
 use super::scratch::Scratch;
 use super::sets::DocSet;
 use super::wal::Put;
@@ -104,14 +103,26 @@ pub enum Verdict {
     AlreadyStored,
 }
 
+/// What a document store adds to a store: its recipe, and the order of its document writes.
+#[derive(Debug)]
+pub(super) struct DocState {
+    /// The recipe (`None`: a store of raw fingerprints).
+    pub(super) recipe: Option<Recipe>,
+    /// Held by a call that puts documents from its check to its write, so that concurrent
+    /// calls place ids (and decide what replaces what) one after the other.
+    pub(super) writes: Mutex<()>,
+    /// The `seq` the next stored document gets (a store that verifies exactly).
+    pub(super) next_seq: AtomicU64,
+}
+
 impl Store {
     /// A document store's recipe (`None` for a store of raw fingerprints).
     pub fn recipe(&self) -> Option<&Recipe> {
-        self.recipe.as_ref()
+        self.docs.recipe.as_ref()
     }
 
     fn need_recipe(&self) -> Result<&Recipe> {
-        self.recipe.as_ref().ok_or_else(|| {
+        self.docs.recipe.as_ref().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{} stores raw fingerprints: documents need a store created with a recipe \
                  (`simdex ingest` creates one)",
@@ -221,13 +232,13 @@ impl Store {
         // work there, instead of each waking a pool thread while this one sleeps (measured:
         // a few percent of an ingest's CPU went to those wake-ups).
         let work = || {
-            let seq = || self.next_seq.load(std::sync::atomic::Ordering::Acquire);
-            let mut scratch = Scratch::new(perms_of(&self.generation()), k, exact.clone(), seq());
+            let seq = || self.docs.next_seq.load(std::sync::atomic::Ordering::Acquire);
+            let mut scratch = Scratch::new(self.generation().layer_tables(), k, exact.clone(), seq());
             let mut out = Vec::with_capacity(docs.len());
             let mut hashed = chunks.first().map(|c| hash(c));
             for (j, chunk) in chunks.iter().enumerate() {
                 if store {
-                    scratch.restart(perms_of(&self.generation()), seq());
+                    scratch.restart(self.generation().layer_tables(), seq());
                 }
                 let this = hashed.take().unwrap_or_default();
                 let (next, verdicts) = rayon::join(
@@ -243,7 +254,7 @@ impl Store {
         // last write, so that ids are placed (and replacements decided) one call after the
         // other; the lock is taken outside any pool (see `pool`).
         match store {
-            true => super::pool::locked_install(&self.doc_writes, work),
+            true => super::pool::locked_install(&self.docs.writes, work),
             false => super::pool::install(work),
         }
     }
@@ -377,7 +388,7 @@ impl Store {
         }
         if store && !puts.is_empty() {
             self.write(super::wal::doc_records(puts).into_iter())?;
-            self.next_seq
+            self.docs.next_seq
                 .fetch_max(scratch.next_seq, std::sync::atomic::Ordering::AcqRel);
         }
         if !store {

@@ -45,7 +45,7 @@ impl Store {
             )));
         }
         // Under the document writers' turn, so that no document is put meanwhile.
-        super::pool::locked_install(&self.doc_writes, || {
+        super::pool::locked_install(&self.docs.writes, || {
             let ids = self.expired(expiry)?;
             self.delete_many(&ids)?;
             Ok(ids.len() as u64)

@@ -91,7 +91,7 @@ impl Store {
     /// stored document are passed over. Returns how many documents were deleted.
     pub fn delete_documents(&self, ids: &[DocId]) -> Result<u64> {
         self.check_writable()?;
-        if self.recipe.is_none() {
+        if self.docs.recipe.is_none() {
             // A store of raw fingerprints: numbers are its ids, and it has no string ids.
             let mut nums = Vec::with_capacity(ids.len());
             for id in ids {
@@ -110,7 +110,7 @@ impl Store {
             return Ok(nums.len() as u64);
         }
         // Placement is decided one writer at a time, as ingest's (see `pool`).
-        super::pool::locked_install(&self.doc_writes, || {
+        super::pool::locked_install(&self.docs.writes, || {
             let mut found = Vec::with_capacity(ids.len());
             for id in ids {
                 id.check()?;

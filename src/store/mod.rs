@@ -53,14 +53,13 @@ mod varint;
 internal_mod!(wal);
 mod write;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use delta::Layer;
-use durability::{Durability, lock};
+use durability::Durability;
 use generation::Current;
 use wal::LogWriter;
 
@@ -126,35 +125,19 @@ impl State {
 pub struct Store {
     dir: PathBuf,
     opts: StoreOptions,
-    read_only: bool,
-    _lock: Option<File>,
+    /// Who may write: this process, holding the lock, unless read-only (`open`).
+    access: open::Access,
     state: RwLock<State>,
     /// Queries waiting for `state`, let in by writers between records.
     gate: gate::Gate,
-    writer: Mutex<Option<LogWriter>>,
-    durability: Arc<Durability>,
-    compaction: Mutex<()>,
-    /// Set while a background compactor runs: writers that fill the delta wake it instead of
-    /// compacting themselves.
-    compactor: Arc<(Mutex<bool>, std::sync::Condvar)>,
-    background: AtomicBool,
-    flusher: Option<std::thread::JoinHandle<()>>,
+    /// The live log and when its records reach stable storage (`write`).
+    log: write::Log,
+    /// One compaction at a time, the background compactor, and what they did (`compact`).
+    compaction: compact::Compaction,
+    /// A document store's recipe and the order of its document writes (`documents`).
+    docs: documents::DocState,
     recovery: Recovery,
-    /// A document store's recipe.
-    recipe: Option<Recipe>,
-    /// Held by a call that puts documents from its check to its write, so that concurrent
-    /// calls place ids (and decide what replaces what) one after the other.
-    doc_writes: Mutex<()>,
-    /// The `seq` the next stored document gets (a store that verifies exactly).
-    next_seq: AtomicU64,
-    compactions: std::sync::atomic::AtomicU64,
-    compaction_nanos: std::sync::atomic::AtomicU64,
-    /// The error of the last failed background compaction, reported by the next call.
-    background_error: Mutex<Option<Error>>,
     closed: AtomicBool,
-    /// The process that opened the store: a process forked from it shares the log's file
-    /// description but not this process's view of the log's length, so it may not write.
-    pid: u32,
 }
 
 impl Store {
@@ -195,14 +178,14 @@ impl Store {
     }
 
     fn check_writable(&self) -> Result<()> {
-        if self.read_only {
+        if self.access.read_only {
             return Err(Error::InvalidArgument(format!(
                 "{} is open read-only",
                 self.dir.display()
             )));
         }
         self.check_not_forked()?;
-        self.durability.check()
+        self.log.durability.check()
     }
 
     /// An error in a process forked after the store was opened (see format-spec/store.md,
@@ -211,12 +194,12 @@ impl Store {
     /// two crc chains in one file.
     fn check_not_forked(&self) -> Result<()> {
         let caller = std::process::id();
-        if caller == self.pid {
+        if caller == self.access.pid {
             return Ok(());
         }
         Err(Error::Forked {
             dir: self.dir.clone(),
-            opened_by: self.pid,
+            opened_by: self.access.pid,
             caller,
         })
     }
@@ -249,7 +232,7 @@ impl Store {
             doc_map_bytes: g.docs().map_or(0, |d| d.byte_len()),
             sets_bytes: g.docs().map_or(0, |d| d.sets_byte_len()),
             sets_live_bytes: g.docs().map_or(0, |d| d.sets_live()),
-            max_seq: self.next_seq.load(Ordering::Acquire).saturating_sub(1),
+            max_seq: self.docs.next_seq.load(Ordering::Acquire).saturating_sub(1),
         }
     }
 
@@ -259,18 +242,10 @@ impl Store {
         use std::sync::atomic::Ordering::Relaxed;
         StoreCounters {
             queries: self.generation().index().counters(),
-            fsyncs: self.durability.fsync_counts().0,
-            fsync_time: self.durability.fsync_counts().1,
-            compactions: self.compactions.load(Relaxed),
-            compaction_time: std::time::Duration::from_nanos(self.compaction_nanos.load(Relaxed)),
-        }
-    }
-
-    /// Report (once) the error of a background compaction that failed since the last call.
-    pub(crate) fn take_background_error(&self) -> Result<()> {
-        match lock(&self.background_error).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
+            fsyncs: self.log.durability.fsync_counts().0,
+            fsync_time: self.log.durability.fsync_counts().1,
+            compactions: self.compaction.count.load(Relaxed),
+            compaction_time: std::time::Duration::from_nanos(self.compaction.nanos.load(Relaxed)),
         }
     }
 
@@ -285,18 +260,18 @@ impl Store {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        if !self.read_only && self.check_not_forked().is_err() {
+        if !self.access.read_only && self.check_not_forked().is_err() {
             // A forked child's copy: the group-commit thread does not exist here (joining it
             // would wait forever), and the log belongs to the parent. Nothing to write.
-            std::mem::forget(self.flusher.take());
+            std::mem::forget(self.log.flusher.take());
             return Ok(());
         }
-        self.durability.stop();
-        if let Some(t) = self.flusher.take() {
+        self.log.durability.stop();
+        if let Some(t) = self.log.flusher.take() {
             t.thread().unpark();
             let _ = t.join();
         }
-        let flushed = if self.read_only { Ok(()) } else { self.flush() };
+        let flushed = if self.access.read_only { Ok(()) } else { self.flush() };
         self.take_background_error()?;
         flushed
     }

@@ -15,6 +15,17 @@ use super::write::apply;
 use super::*;
 use crate::error::{Error, Result};
 
+/// Who may write a store: the process that opened it for writing, holding its lock.
+#[derive(Debug)]
+pub(super) struct Access {
+    pub(super) read_only: bool,
+    /// The writer's lock on `LOCK` (flock), held while the store is open; none when read-only.
+    pub(super) _lock: Option<std::fs::File>,
+    /// The process that opened the store: a process forked from it shares the log's file
+    /// description but not this process's view of the log's length, so it may not write.
+    pub(super) pid: u32,
+}
+
 impl Store {
     /// Create an empty store at `dir` (which must not exist). Atomic: a crash leaves no
     /// directory or a whole store.
@@ -37,7 +48,9 @@ impl Store {
             && (w.docs() as usize) < recipe::MIN_LEARN_DOCS
         {
             return Err(Error::InvalidArgument(format!(
-                "IDF weights learned from {} documents: a document store needs them learned                  from at least {} (they are frozen with the store); create it with count                  weights, or learn from a larger sample",
+                "IDF weights learned from {} documents: a document store needs them learned \
+                 from at least {} (they are frozen with the store); create it with count \
+                 weights, or learn from a larger sample",
                 w.docs(),
                 recipe::MIN_LEARN_DOCS
             )));
@@ -236,7 +249,7 @@ impl Store {
             .with_path(dir));
         }
         let prefixer = recipe.as_ref().and_then(Recipe::prefixer).map(Arc::new);
-        let mut active = Layer::new(perms_of(&generation)).with_prefixer(prefixer);
+        let mut active = Layer::new(generation.layer_tables()).with_prefixer(prefixer);
         let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created
         // before G is committed). A gap means a writer removed logs after committing a newer
@@ -350,8 +363,11 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
             opts: opts.clone(),
-            read_only,
-            _lock: lock_file,
+            access: Access {
+                read_only,
+                _lock: lock_file,
+                pid: std::process::id(),
+            },
             state: RwLock::new(State {
                 generation: Arc::new(generation),
                 frozen: None,
@@ -359,33 +375,21 @@ impl Store {
                 current,
             }),
             gate: Default::default(),
-            writer: Mutex::new(writer),
-            durability,
-            compaction: Mutex::new(()),
-            compactor: Arc::new((Mutex::new(false), std::sync::Condvar::new())),
-            background: AtomicBool::new(false),
-            flusher,
+            log: super::write::Log {
+                writer: Mutex::new(writer),
+                durability,
+                flusher,
+            },
+            compaction: Default::default(),
+            docs: super::documents::DocState {
+                recipe,
+                writes: Mutex::new(()),
+                next_seq: AtomicU64::new(next_seq),
+            },
             recovery,
-            recipe,
-            doc_writes: Mutex::new(()),
-            next_seq: AtomicU64::new(next_seq),
-            compactions: AtomicU64::new(0),
-            compaction_nanos: AtomicU64::new(0),
-            background_error: Mutex::new(None),
             closed: AtomicBool::new(false),
-            pid: std::process::id(),
         })
     }
-}
-
-/// Each design table's permutation and probe prefix bits: what a delta layer is laid out by.
-pub(crate) fn perms_of(g: &Generation) -> Vec<(crate::Permutation, u32)> {
-    g.index()
-        .design()
-        .tables()
-        .iter()
-        .map(|t| (t.permutation.clone(), t.prefix_bits))
-        .collect()
 }
 
 /// Log numbers present in `dir`, ascending.

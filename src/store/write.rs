@@ -2,14 +2,22 @@
 //! and compact when the delta is full (or wake the background compactor).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use super::delta::Layer;
 use super::durability::lock;
 use super::wal::Record;
 use super::*;
 use crate::error::{Error, Result};
+
+/// The live log and when its records reach stable storage.
+#[derive(Debug)]
+pub(super) struct Log {
+    /// The live log (`None` read-only, or after a failed switch).
+    pub(super) writer: Mutex<Option<LogWriter>>,
+    pub(super) durability: Arc<Durability>,
+    /// The group-commit thread, under `SyncPolicy::Group`.
+    pub(super) flusher: Option<std::thread::JoinHandle<()>>,
+}
 
 impl Store {
     /// Store `fp` for document `id`. Inserting a pair that is already stored changes nothing.
@@ -39,7 +47,7 @@ impl Store {
     }
 
     fn check_raw_insert(&self) -> Result<()> {
-        match self.recipe {
+        match self.docs.recipe {
             Some(_) => Err(Error::InvalidArgument(format!(
                 "{} is a document store: its fingerprints are made from documents by its \
                  recipe; put documents with ingest (raw fingerprint pairs are refused)",
@@ -79,7 +87,7 @@ impl Store {
             self.maybe_compact(ops)?;
         }
         if self.opts.sync == SyncPolicy::PerWrite {
-            self.durability.sync_to(lsn)?;
+            self.log.durability.sync_to(lsn)?;
         }
         Ok(())
     }
@@ -87,8 +95,8 @@ impl Store {
     /// Append one record and apply it to the delta; (its end position, the delta's size).
     fn append_apply(&self, rec: &Record) -> Result<(u64, u64)> {
         Ok({
-            let mut w = lock(&self.writer);
-            self.durability.check()?;
+            let mut w = lock(&self.log.writer);
+            self.log.durability.check()?;
             let log = w
                 .as_mut()
                 .ok_or_else(|| Error::Poisoned("no log open".into()))?;
@@ -96,63 +104,14 @@ impl Store {
             let end = match log.append(rec) {
                 Ok(end) => end,
                 Err(e) => {
-                    self.durability.poison(&e);
+                    self.log.durability.poison(&e);
                     return Err(e);
                 }
             };
-            let lsn = self.durability.appended(end - before);
+            let lsn = self.log.durability.appended(end - before);
             let mut st = self.write_state();
             apply(&mut st.active, rec);
             (lsn, st.active.ops())
-        })
-    }
-
-    /// Compact (or wake the compactor) if the delta holds `ops` operations or more.
-    fn maybe_compact(&self, ops: u64) -> Result<()> {
-        let max = self.opts.max_delta;
-        if ops >= max {
-            if self.background.load(Ordering::Acquire) && ops < 2 * max {
-                let (wake, cv) = &*self.compactor;
-                *lock(wake) = true;
-                cv.notify_one();
-            } else {
-                // No compactor, or it is not keeping up: compact here (backpressure).
-                self.compact_with(None, true)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Start a thread that compacts whenever the delta is full, so that writers do not wait for
-    /// compactions (unless the delta reaches twice its bound while one runs: then the writer
-    /// compacts too, which bounds memory). The thread holds only a weak reference and ends when
-    /// the store is dropped. Errors of background compactions poison nothing; the next full
-    /// delta retries, and the writer's own compaction reports them.
-    pub fn start_background_compaction(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
-        self.background.store(true, Ordering::Release);
-        let weak = Arc::downgrade(self);
-        let signal = Arc::clone(&self.compactor);
-        std::thread::spawn(move || {
-            loop {
-                {
-                    let (wake, cv) = &*signal;
-                    let mut w = lock(wake);
-                    while !*w {
-                        let (g, t) = cv
-                            .wait_timeout(w, Duration::from_millis(100))
-                            .unwrap_or_else(|e| e.into_inner());
-                        w = g;
-                        if t.timed_out() {
-                            break;
-                        }
-                    }
-                    *w = false;
-                }
-                let Some(store) = weak.upgrade() else { return };
-                if let Err(e) = store.compact_with(None, true) {
-                    *lock(&store.background_error) = Some(e);
-                }
-            }
         })
     }
 
@@ -160,11 +119,11 @@ impl Store {
     /// compaction not reported yet (as the next write would: the writes are in the log
     /// either way), so that a caller done writing learns of it without closing the store.
     pub fn flush(&self) -> Result<()> {
-        if self.read_only {
+        if self.access.read_only {
             return Ok(());
         }
         self.check_not_forked()?;
-        self.durability.sync_to(self.durability.appended_end())?;
+        self.log.durability.sync_to(self.log.durability.appended_end())?;
         self.take_background_error()
     }
 }

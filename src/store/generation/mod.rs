@@ -242,6 +242,17 @@ impl Generation {
         Ok(index.finish())
     }
 
+    /// Each design table's permutation and probe prefix bits: what a delta layer over this
+    /// generation is laid out by.
+    pub(crate) fn layer_tables(&self) -> Vec<(crate::Permutation, u32)> {
+        self.index
+            .design()
+            .tables()
+            .iter()
+            .map(|t| (t.permutation.clone(), t.prefix_bits))
+            .collect()
+    }
+
     /// The generation number.
     pub fn number(&self) -> u64 {
         self.number
