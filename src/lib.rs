@@ -142,9 +142,9 @@ pub use permutation::Permutation;
 pub use progress::{Progress, ProgressHandle};
 pub use simhash::{DfCounter, IdfSample, IdfTable, SimhashOptions, Simhasher};
 pub use store::{
-    CreateOptions, DocId, Document, Expiry, GenerationSummary, IngestOptions, Recipe, Recovery,
-    ShapeRequest, Store, StoreCounters, StoreMatch, StoreNearMany, StoreOptions, StoreRow,
-    StoreStats, SyncPolicy, Verdict,
+    CreateOptions, DocId, Document, Expiry, GenerationSummary, IngestOptions, ReadOnlyStore,
+    Recipe, Recovery, ShapeRequest, Store, StoreCounters, StoreMatch, StoreNearMany, StoreOptions,
+    StoreRow, StoreStats, SyncPolicy, Verdict,
 };
 
 /// The README's examples, compiled and run as doctests so they stay true.

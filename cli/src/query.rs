@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::input::{FingerprintReader, Format};
 use simdex::OpenOptions;
-use simdex::{Index, Result, Store, StoreOptions};
+use simdex::{Index, ReadOnlyStore, Result, Store, StoreOptions};
 
 /// Arguments of `simdex query`.
 #[derive(clap::Args)]
@@ -259,7 +259,7 @@ fn run_store(a: Args) -> Result<()> {
 
 /// How a match's document is named: by the id its caller gave (a document store's string
 /// keys as given, a JSON string in JSON), else by its number.
-fn caller_id(store: &Store, id: u64, json: bool) -> Result<String> {
+fn caller_id(store: &ReadOnlyStore, id: u64, json: bool) -> Result<String> {
     if store.recipe().is_none() {
         return Ok(id.to_string());
     }

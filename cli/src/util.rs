@@ -116,7 +116,7 @@ pub fn human_bytes(b: f64) -> String {
 
 /// Open a store read-only, printing on stderr what recovery found (a torn or damaged log
 /// tail is never dropped silently).
-pub fn open_store_read_only(dir: &std::path::Path) -> Result<simdex::Store> {
+pub fn open_store_read_only(dir: &std::path::Path) -> Result<simdex::ReadOnlyStore> {
     open_store_read_only_with(dir, &simdex::StoreOptions::default())
 }
 
@@ -124,8 +124,8 @@ pub fn open_store_read_only(dir: &std::path::Path) -> Result<simdex::Store> {
 pub fn open_store_read_only_with(
     dir: &std::path::Path,
     opts: &simdex::StoreOptions,
-) -> Result<simdex::Store> {
-    let s = simdex::Store::open_read_only_with(dir, opts)?;
+) -> Result<simdex::ReadOnlyStore> {
+    let s = simdex::ReadOnlyStore::open_with(dir, opts)?;
     for w in s.recovery().warnings() {
         eprintln!("simdex: warning: {w}");
     }

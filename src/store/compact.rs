@@ -220,9 +220,16 @@ impl Store {
     }
 
     /// Write a new store at `out` holding the union of `a` and `b` (same design), including
-    /// their uncompacted writes. Ids are one namespace: equal ids in `a` and `b` are taken to be
-    /// the same document (its pairs from both are kept, and a later delete removes them all).
-    pub fn merge(a: &Store, b: &Store, out: impl AsRef<Path>) -> Result<GenerationSummary> {
+    /// what they had logged when they were opened. Ids are one namespace: equal ids in `a` and
+    /// `b` are taken to be the same document (its pairs from both are kept, and a later delete
+    /// removes them all). To merge a store this process writes, open a reader of it: it sees
+    /// every write logged so far.
+    pub fn merge(
+        a: &ReadOnlyStore,
+        b: &ReadOnlyStore,
+        out: impl AsRef<Path>,
+    ) -> Result<GenerationSummary> {
+        let (a, b) = (a.inner(), b.inner());
         let out = out.as_ref();
         let (ga, la) = a.snapshot_layer();
         let (gb, lb) = b.snapshot_layer();

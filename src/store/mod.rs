@@ -46,6 +46,7 @@ internal_mod!(prefix);
 mod prefix_index;
 internal_mod!(storage);
 mod query;
+mod read_only;
 mod recipe;
 mod scratch;
 internal_mod!(sets);
@@ -76,6 +77,7 @@ pub use options::{
 };
 #[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use recipe::{Hashed, LEARN_DOCS, MIN_LEARN_DOCS, RECIPE_NAME, Recipe};
+pub use read_only::ReadOnlyStore;
 #[allow(unused_imports)] // the `internals` feature's users (tests, benches) take it
 pub use sets::DocSet;
 

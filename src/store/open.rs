@@ -123,15 +123,17 @@ impl Store {
         Store::open_inner(dir.as_ref(), opts, false)
     }
 
-    /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
-    /// to the moment of opening. Safe beside a running writer.
-    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
-        Store::open_read_only_with(dir, &StoreOptions::default())
+    internal_fn! {
+        /// Open the store at `dir` read-only, as a `Store` whose writes are errors (for this
+        /// repository's tests; [`ReadOnlyStore`](super::ReadOnlyStore) is the public way).
+        fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
+            Store::open_read_only_with(dir, &StoreOptions::default())
+        }
     }
 
-    /// As [`open_read_only`](Self::open_read_only), with options (of which only
-    /// [`populate`](StoreOptions::populate) applies to a reader).
-    pub fn open_read_only_with(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
+    /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
+    /// to the moment of opening. Safe beside a running writer.
+    pub(crate) fn open_read_only_with(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
         // A writer may commit a compaction (and remove the old generation and logs) while we
         // open; every such case surfaces as "not found" with CURRENT moved, and is retried. A
         // file missing while CURRENT stays put is really missing: that error, with its path.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{flip_bits, random_keys, splitmix};
 use simdex::index::DesignChoice;
-use simdex::store::{CreateOptions, Store, StoreMatch, StoreOptions, SyncPolicy};
+use simdex::store::{CreateOptions, ReadOnlyStore, Store, StoreMatch, StoreOptions, SyncPolicy};
 
 type Model = BTreeSet<(u64, u64)>;
 
@@ -330,7 +330,12 @@ fn merge_and_rebuild_keep_every_pair() {
                     .position(|&f| f == fp)
                     .is_some_and(|i| i % 3 != 0))
         });
-        let sum = Store::merge(&sa, &sb, &c).unwrap();
+        // Readers of both see every write logged so far, the deltas included.
+        let (ra, rb) = (
+            ReadOnlyStore::open(&a).unwrap(),
+            ReadOnlyStore::open(&b).unwrap(),
+        );
+        let sum = Store::merge(&ra, &rb, &c).unwrap();
         assert_eq!(sum.pairs, model.len() as u64);
     }
     let sc = Store::open(&c, &StoreOptions::default()).unwrap();
@@ -357,8 +362,8 @@ fn merge_and_rebuild_keep_every_pair() {
     );
     // Different designs do not merge.
     let e = Store::merge(
-        &Store::open_read_only(&a).unwrap(),
-        &sc,
+        &ReadOnlyStore::open(&a).unwrap(),
+        &ReadOnlyStore::open(&c).unwrap(),
         tmp.path().join("d"),
     )
     .unwrap_err();
@@ -761,7 +766,7 @@ fn a_populated_store_answers_alike_across_compactions() {
     store.compact().unwrap();
     store.insert_many(&pairs[2_500..]).unwrap();
     let reader =
-        Store::open_read_only_with(&path, &StoreOptions::default().with_populate(true)).unwrap();
+        ReadOnlyStore::open_with(&path, &StoreOptions::default().with_populate(true)).unwrap();
     for (i, &f) in fps.iter().enumerate().step_by(37) {
         let m = store.near(f, 3).unwrap();
         assert!(m.iter().any(|m| m.fingerprint == f && m.ids == [i as u64]));

@@ -12,6 +12,7 @@ mod args;
 mod arrays;
 mod dedup;
 mod errors;
+mod handle;
 mod index;
 mod join;
 mod jsonl;

@@ -15,6 +15,7 @@ use simdex::{
     Verdict,
 };
 
+use crate::handle::Handle;
 use crate::texts::Texts;
 
 use crate::arrays::{id_array, out, u64_array};
@@ -26,7 +27,7 @@ use crate::runtime::{Cancel, LONG_CALL, detached, detached_watched};
 #[pyclass(module = "simdex._simdex", name = "Store", frozen)]
 pub struct PyStore {
     /// `None` once closed.
-    inner: RwLock<Option<Store>>,
+    inner: RwLock<Option<Handle>>,
     path: PathBuf,
 }
 
@@ -35,7 +36,7 @@ fn with_store<T: Send>(
     py: Python<'_>,
     s: &PyStore,
     threads: Option<Threads>,
-    f: impl FnOnce(&Store) -> simdex::Result<T> + Send,
+    f: impl FnOnce(&Handle) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
     with_store_watched(py, s, threads, false, move |st, _| f(st))
 }
@@ -65,7 +66,7 @@ fn with_store_watched<T: Send>(
     s: &PyStore,
     threads: Option<Threads>,
     long: bool,
-    f: impl FnOnce(&Store, &Cancel) -> simdex::Result<T> + Send,
+    f: impl FnOnce(&Handle, &Cancel) -> simdex::Result<T> + Send,
 ) -> PyResult<T> {
     let lock = &s.inner;
     let path = &s.path;
@@ -80,7 +81,7 @@ fn with_store_watched<T: Send>(
 }
 
 /// The k a query without one is answered at: the live generation's design's.
-fn default_k(s: &Store) -> u32 {
+fn default_k(s: &Handle) -> u32 {
     s.k()
 }
 
@@ -180,9 +181,9 @@ impl PyStore {
                 Store::create(&p, &copts.with_recipe(recipe))?;
             }
             let store = if read_only {
-                Store::open_read_only_with(&p, &opts)?
+                Handle::Read(simdex::ReadOnlyStore::open_with(&p, &opts)?)
             } else {
-                Store::open(&p, &opts)?
+                Handle::Write(Store::open(&p, &opts)?)
             };
             match store.recipe() {
                 Some(r) if exact.is_some() && r.exact() != exact => {
@@ -257,7 +258,7 @@ impl PyStore {
             for (f, i) in f.chunks(CHUNK).zip(i.chunks(CHUNK)) {
                 cancel.check()?;
                 let pairs: Vec<(u64, u64)> = f.iter().copied().zip(i.iter().copied()).collect();
-                s.insert_many(&pairs)?;
+                s.writer()?.insert_many(&pairs)?;
             }
             Ok(())
         })
@@ -306,7 +307,7 @@ impl PyStore {
                     .collect();
                 all.extend(match check_only {
                     true => s.check_documents(&docs, &opts)?,
-                    false => s.ingest(&docs, &opts)?,
+                    false => s.writer()?.ingest(&docs, &opts)?,
                 });
             }
             Ok(all)
@@ -398,7 +399,7 @@ impl PyStore {
             return with_store_watched(py, self, None, n > CHUNK, move |s, cancel| {
                 for c in keys.chunks(CHUNK) {
                     cancel.check()?;
-                    s.delete_documents(c)?;
+                    s.writer()?.delete_documents(c)?;
                 }
                 Ok(())
             });
@@ -407,7 +408,7 @@ impl PyStore {
         with_store_watched(py, self, None, i.len() > CHUNK, move |s, cancel| {
             for c in i.chunks(CHUNK) {
                 cancel.check()?;
-                s.delete_many(c)?;
+                s.writer()?.delete_many(c)?;
             }
             Ok(())
         })
@@ -447,7 +448,7 @@ impl PyStore {
                 ));
             }
         };
-        with_store(py, self, None, move |s| s.expire(expiry))
+        with_store(py, self, None, move |s| s.writer()?.expire(expiry))
     }
 
     /// (fingerprint, distance, id) rows within k of `fingerprint`, by distance, fingerprint, id.
@@ -528,13 +529,18 @@ impl PyStore {
 
     /// Fold the delta into a new generation; False when there was nothing to compact.
     fn compact(&self, py: Python<'_>) -> PyResult<bool> {
-        with_store(py, self, None, |s| s.compact().map(|g| g.is_some()))
+        with_store(py, self, None, |s| {
+            s.writer()?.compact().map(|g| g.is_some())
+        })
     }
 
     /// Sync every acknowledged write to stable storage; raises for a failed background
     /// compaction not reported yet (the writes are in the log either way).
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        with_store(py, self, None, |s| s.flush())
+        with_store(py, self, None, |s| match s {
+            Handle::Write(s) => s.flush(),
+            Handle::Read(_) => Ok(()), // nothing written, nothing to sync
+        })
     }
 
     /// Close the store (sync, stop background work); later calls raise. Idempotent.
@@ -591,7 +597,9 @@ impl PyStore {
             let ga = la.read().unwrap_or_else(|e| e.into_inner());
             let gb = lb.read().unwrap_or_else(|e| e.into_inner());
             match (ga.as_ref(), gb.as_ref()) {
-                (Some(x), Some(y)) => Store::merge(x, y, &out).map(|_| true),
+                (Some(x), Some(y)) => {
+                    Store::merge(&*x.reader()?, &*y.reader()?, &out).map(|_| true)
+                }
                 _ => Ok(false),
             }
         })?;

@@ -1,0 +1,164 @@
+//! A store opened for reading only: a type without write methods (redb's `ReadOnlyDatabase`),
+//! for readers beside another process's writer, offline tools and merges.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::error::Result;
+use crate::progress::ProgressHandle;
+
+/// A store opened read-only: no lock is taken and nothing is written, so any number of readers
+/// may open a store beside its one writer (in this process or another). It sees what had been
+/// logged when it was opened; open it again to see more.
+///
+/// ```
+/// use simdex::{CreateOptions, ReadOnlyStore, Store, StoreOptions};
+/// # fn main() -> simdex::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap(); let path = dir.path().join("store");
+/// Store::create(&path, &CreateOptions::default())?;
+/// let writer = Store::open(&path, &StoreOptions::default())?;
+/// writer.insert(0xff, 1)?;
+/// let reader = ReadOnlyStore::open(&path)?; // beside the writer
+/// assert_eq!(reader.near(0xfe, 1)?[0].ids, vec![1]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ReadOnlyStore {
+    store: Store,
+}
+
+impl ReadOnlyStore {
+    /// Open the store at `dir` read-only. Safe beside a running writer.
+    pub fn open(dir: impl AsRef<Path>) -> Result<ReadOnlyStore> {
+        ReadOnlyStore::open_with(dir, &StoreOptions::default())
+    }
+
+    /// As [`open`](Self::open), with options (of which only
+    /// [`populate`](StoreOptions::populate) applies to a reader).
+    pub fn open_with(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<ReadOnlyStore> {
+        Ok(ReadOnlyStore {
+            store: Store::open_read_only_with(dir, opts)?,
+        })
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        self.store.dir()
+    }
+
+    /// What opening found (torn tails are reported, not truncated: a reader writes nothing).
+    pub fn recovery(&self) -> &Recovery {
+        self.store.recovery()
+    }
+
+    /// The largest distance the store's design answers.
+    pub fn k(&self) -> u32 {
+        self.store.k()
+    }
+
+    /// The directory of the generation this reader holds.
+    pub fn generation_dir(&self) -> PathBuf {
+        self.store.generation_dir()
+    }
+
+    /// Sizes.
+    pub fn stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    /// The query counters of the generation this reader holds.
+    pub fn counters(&self) -> StoreCounters {
+        self.store.counters()
+    }
+
+    /// Check every checksum of the generation and that its id map matches its tables.
+    pub fn verify(&self) -> Result<()> {
+        self.store.verify()
+    }
+
+    /// A document store's recipe (`None` for a store of raw fingerprints).
+    pub fn recipe(&self) -> Option<&Recipe> {
+        self.store.recipe()
+    }
+
+    /// As [`Store::near`].
+    pub fn near(&self, fp: u64, k: u32) -> Result<Vec<StoreMatch>> {
+        self.store.near(fp, k)
+    }
+
+    /// As [`Store::near_into`].
+    pub fn near_into(&self, fp: u64, k: u32, out: &mut Vec<StoreMatch>) -> Result<()> {
+        self.store.near_into(fp, k, out)
+    }
+
+    /// As [`Store::near_with`].
+    pub fn near_with(
+        &self,
+        fp: u64,
+        k: u32,
+        f: impl FnMut(&StoreMatch) -> ControlFlow<()>,
+    ) -> Result<bool> {
+        self.store.near_with(fp, k, f)
+    }
+
+    /// As [`Store::has_near`].
+    pub fn has_near(&self, fp: u64, k: u32) -> Result<bool> {
+        self.store.has_near(fp, k)
+    }
+
+    /// As [`Store::near_many`].
+    pub fn near_many(&self, fps: &[u64], k: u32) -> Result<StoreNearMany> {
+        self.store.near_many(fps, k)
+    }
+
+    /// As [`Store::near_many_with`].
+    pub fn near_many_with(
+        &self,
+        fps: &[u64],
+        k: u32,
+        progress: &ProgressHandle,
+    ) -> Result<StoreNearMany> {
+        self.store.near_many_with(fps, k, progress)
+    }
+
+    /// As [`Store::ids_of`].
+    pub fn ids_of(&self, fp: u64) -> Result<Vec<u64>> {
+        self.store.ids_of(fp)
+    }
+
+    /// As [`Store::pairs`].
+    pub fn pairs(&self) -> Result<Vec<(u64, u64)>> {
+        self.store.pairs()
+    }
+
+    /// As [`Store::doc_id`].
+    pub fn doc_id(&self, id: &DocId) -> Result<Option<u64>> {
+        self.store.doc_id(id)
+    }
+
+    /// As [`Store::doc_key`].
+    pub fn doc_key(&self, id: u64) -> Result<Option<Arc<str>>> {
+        self.store.doc_key(id)
+    }
+
+    /// As [`Store::check_documents`]: the verdicts an ingest would give, nothing stored.
+    pub fn check_documents(
+        &self,
+        docs: &[Document<'_>],
+        opts: &IngestOptions,
+    ) -> Result<Vec<Verdict>> {
+        self.store.check_documents(docs, opts)
+    }
+
+    /// Close the reader.
+    pub fn close(self) -> Result<()> {
+        self.store.close()
+    }
+
+    /// The store underneath (its write methods would be errors).
+    pub(super) fn inner(&self) -> &Store {
+        &self.store
+    }
+}
