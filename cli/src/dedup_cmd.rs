@@ -58,67 +58,29 @@ fn parse_tokens(s: &str) -> std::result::Result<Tokens, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
-use rayon::prelude::*;
-use simdex::dedup::Tokens;
-use simdex::dedup::{Candidates, Clusters, Folder, PairSpill, Passes};
+use simdex::dedup::{Candidates, Clusters, PairSpill, TextPasses, Tokens, VerifiedDedup};
 
-/// Verification of the candidate pairs in passes over the input, each holding at most `budget`
-/// bytes of shingle sets ([`Passes`]); `ords` is each row's position among the documents read.
-/// One pass when the sets fit.
-fn verify_in_passes(
-    docs: &mut crate::docs::DocArgs,
-    pairs: &[(u32, u32, u32)],
-    ords: &[u64],
-    tokens: Tokens,
-    t: f64,
-    budget: u64,
-) -> Result<Vec<(u32, u32, u32, f64)>> {
-    let n = ords.len();
-    let mut passes = Passes::new(pairs, n, t, budget);
-    docs.silent_skips = true;
-    let result = (|| {
-        while passes.pending() {
-            let (mut row, mut base) = (0usize, 0u64);
-            crate::docs::read_docs(docs, |chunk| {
-                let stop = base + chunk.len() as u64;
-                let first = row;
-                while row < n && ords[row] < stop {
-                    row += 1;
-                }
-                // The sets this chunk's rows may need, on all cores, then offered in order.
-                let sets: Vec<(usize, Vec<u64>)> = (first..row)
-                    .into_par_iter()
-                    .filter(|&r| passes.wants(r))
-                    .map(|r| {
-                        let text = &chunk[(ords[r] - base) as usize].text;
-                        (
-                            r,
-                            simdex::dedup::shingle_set_with(
-                                text,
-                                simdex::dedup::Tokens::TRUTH_SHINGLE,
-                                tokens,
-                            ),
-                        )
-                    })
-                    .collect();
-                for (r, set) in sets {
-                    passes.offer(r, set);
-                }
-                base = stop;
-                Ok(())
-            })?;
-            if row < n {
-                return Err(Error::InvalidArgument(
-                    "the input changed between its readings (fewer documents the next time)".into(),
-                ));
-            }
-            passes.end_pass();
-        }
-        Ok(())
-    })();
-    docs.silent_skips = false;
-    result?;
-    Ok(passes.finish())
+/// The input read again for verification, as often as it asks (bad lines skipped silently:
+/// they were reported on the first reading).
+struct Reread<'a>(&'a mut crate::docs::DocArgs);
+
+impl TextPasses for Reread<'_> {
+    fn pass(
+        &mut self,
+        _want: &dyn Fn(u64) -> bool,
+        f: &mut dyn FnMut(u64, &[&str]) -> Result<()>,
+    ) -> Result<()> {
+        self.0.silent_skips = true;
+        let mut base = 0u64;
+        let read = crate::docs::read_docs(self.0, |chunk| {
+            let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
+            f(base, &texts)?;
+            base += chunk.len() as u64;
+            Ok(())
+        });
+        self.0.silent_skips = false;
+        read.map(|_| ())
+    }
 }
 
 fn skipped_note(featureless: u64, bad: u64) -> String {
@@ -212,8 +174,6 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
     }
     let mut fps = Vec::new();
     let mut ids = Names::default();
-    // Each fingerprinted document's position in the input (for a second pass).
-    let mut ords: Vec<u64> = Vec::new();
     let mut featureless = 0u64;
     let verify = a.verify;
     let k = match verify {
@@ -226,17 +186,15 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         // Verification reads the candidates' texts again.
         a.docs.spool_once_only_inputs()?;
     }
-    // Verification's prefix filter: each document's prefix (a tenth of its shingle set at
-    // Jaccard 0.9), from its set computed beside its fingerprint; sets are handed over in
-    // groups, the first large enough to order them all (dedup::prefix).
-    let mut prefixes = verify.map(simdex::dedup::Prefixes::new).transpose()?;
-    let mut folder = verify.map(|_| Folder::new());
-    let mut sets: Vec<Vec<u64>> = Vec::new();
+    // Verification is the library's: each document's fingerprint and shingle set, from one
+    // tokenizing, handed over in input order.
     let tokens = a.verify_tokens;
+    let mut verified = verify
+        .map(|t| VerifiedDedup::new(t, k, tokens))
+        .transpose()?;
     let want_sets = verify.is_some();
     // Documents without any feature (empty, punctuation only) all hash to 0 and would all pair
     // with each other: they take no part (counted in the summary).
-    let mut ord = 0u64;
     let (_, bad) = for_each_doc_with(
         &a.docs,
         |h, d| {
@@ -248,39 +206,24 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             }
         },
         |fp, set, d| {
-            match fp {
-                Some(fp) => {
+            match (fp, &mut verified) {
+                (Some(fp), Some(v)) => {
                     ids.push(&d.id);
-                    // Verification folds identical documents into one candidate row.
-                    let row = match (&mut folder, &set) {
-                        (Some(f), Some(set)) => f.offer(fp, set),
-                        _ => true,
-                    };
-                    if row {
-                        fps.push(fp);
-                        if want_sets {
-                            ords.push(ord);
-                        }
-                    }
-                    if let (Some(p), Some(set), true) = (&mut prefixes, set, row) {
-                        sets.push(set);
-                        if sets.len() >= simdex::dedup::Prefixes::ORDER_SAMPLE {
-                            p.push(&sets)?;
-                            sets.clear();
-                        }
-                    }
+                    v.push(Some((fp, set.unwrap_or_default())))?;
                 }
-                None => featureless += 1,
+                (Some(fp), None) => {
+                    ids.push(&d.id);
+                    fps.push(fp);
+                }
+                (None, Some(v)) => {
+                    featureless += 1;
+                    v.push(None)?;
+                }
+                (None, None) => featureless += 1,
             }
-            ord += 1;
             Ok(())
         },
     )?;
-    if let Some(p) = &mut prefixes {
-        p.push(&sets)?;
-        drop(std::mem::take(&mut sets));
-    }
-    // Documents by fingerprint, and pairs of distinct fingerprints from the index self-join.
     let tmp = match &a.out {
         Some(p) => p
             .parent()
@@ -289,57 +232,22 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         None => std::env::temp_dir(),
     };
     let progress = crate::progress::handle(!a.docs.quiet);
-    if let (Some(t), Some(prefixes), Some(folder)) = (verify, &prefixes, folder) {
-        // Verification: the exact Jaccard of every candidate pair that the prefixes let
-        // through, a batch at a time (the pairs may take half of --mem, the shingle sets of a
-        // pass the rest). Rows are groups of identical documents (verified among themselves
-        // without a merge); a verified pair of rows stands for all pairs of their members.
-        // Clusters are joined as pairs are verified; pairs are spilled in order (a group of
-        // near-copies has quadratically many: holding them took 726 MiB for 5 000 copies).
-        let groups = folder.finish();
-        let mut components = a.clusters.then(|| Clusters::new(groups.docs()));
-        let mut listed = (!a.clusters).then(|| PairSpill::new(&tmp, a.mem / 16));
-        let mut kept = 0u64;
-        let mut passed = 0u64;
-        // What is held throughout besides the candidates: the ids, fingerprints and groups, and
-        // the pairs waiting for their turn in the output.
-        let held = ids.memory_bytes()
-            + (fps.capacity() + ords.capacity()) as u64 * 8
-            + groups.memory_bytes()
-            + listed.as_ref().map_or(0, PairSpill::memory_bytes);
-        let mut emit = |x: u32, y: u32, d: u32, jac: f64| -> Result<()> {
-            kept += 1;
-            match (&mut components, &mut listed) {
-                (Some(c), _) => c.join(x as usize, y as usize),
-                (_, Some(l)) => l.push((x, y, d, jac))?,
-                _ => {}
-            }
-            Ok(())
-        };
-        for (x, y) in groups.within() {
-            emit(x, y, 0, 1.0)?;
-        }
-        Candidates::verify_all(
-            &fps,
-            k,
+    if let (Some(t), Some(v)) = (verify, verified) {
+        // Clusters, or the pairs in order through a spill (a group of near-copies has
+        // quadratically many: holding them took 726 MiB for 5 000 copies).
+        let held = ids.memory_bytes();
+        let mem = a.mem;
+        let out = v.run(
+            &mut Reread(&mut a.docs),
             &tmp,
-            a.mem,
+            mem,
             held,
-            prefixes,
             &progress,
-            |batch, sets| {
-                passed += batch.len() as u64;
-                let v = verify_in_passes(&mut a.docs, &batch, &ords, a.verify_tokens, t, sets)?;
-                for (i, j, d, jac) in v {
-                    for (x, y) in groups.expand(i, j) {
-                        emit(x, y, d, jac)?;
-                    }
-                }
-                Ok(())
-            },
+            a.clusters,
+            !a.clusters,
         )?;
-        match (&mut components, listed) {
-            (Some(c), _) => write_clusters(&a, c, &ids)?,
+        match (out.clusters, out.pairs) {
+            (Some(mut c), _) => write_clusters(&a, &mut c, &ids)?,
             (_, Some(l)) => write_lines(&a, |w| {
                 l.finish(|(i, j, d, jac)| {
                     line(
@@ -354,21 +262,20 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             _ => {}
         }
         if !a.docs.quiet {
-            let mut distinct = fps.clone();
-            distinct.par_sort_unstable();
-            distinct.dedup();
-            let folded = match groups.folded() {
+            let s = out.summary;
+            let folded = match s.folded {
                 0 => String::new(),
                 n => format!(", {n} identical to an earlier one"),
             };
             eprintln!(
-                "{} documents{folded}, {} distinct fingerprints{}; verified: {passed} candidate \
+                "{} documents{folded}, {} distinct fingerprints{}; verified: {} candidate \
                  pairs (within k = {k}, sharing a prefix shingle), {} pairs of documents with \
                  word 3-shingle Jaccard >= {t} ({:.2?} in all)",
-                groups.docs() as u64 + featureless,
-                distinct.len(),
-                skipped_note(featureless, bad),
-                kept,
+                s.documents,
+                s.distinct,
+                skipped_note(s.featureless, bad),
+                s.candidates,
+                s.pairs,
                 started.elapsed()
             );
         }

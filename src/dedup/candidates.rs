@@ -162,7 +162,7 @@ impl Candidates {
 
     /// How many row pairs there are: exact when the join is listed, else estimated from one
     /// part in 64 (as fingerprint pairs). What decides whether a verifier's prefix filter
-    /// ([`Prefixes`]) pays: with fewer candidates than rows it is cheaper to compute the sets
+    /// (`Prefixes`) pays: with fewer candidates than rows it is cheaper to compute the sets
     /// of the candidates alone.
     pub fn estimated_pairs(&self) -> u64 {
         self.estimate
@@ -175,7 +175,7 @@ impl Candidates {
     /// ([`Self::verify_batches`], whose budget rule and callback this follows). The same pairs
     /// either way. Returns how many candidate pairs were considered.
     #[allow(clippy::too_many_arguments)]
-    pub fn verify_all(
+    pub(crate) fn verify_all(
         fps: &[u64],
         k: u32,
         tmp: &std::path::Path,
@@ -326,7 +326,7 @@ impl Candidates {
     /// only the pairs they let through ([`Prefixes::may_reach`]): the pairs that cannot reach
     /// the threshold never take memory or a pass. Returns how many candidate pairs there were
     /// (filtered or not). The one budget rule of every verifying front end.
-    pub fn verify_batches(
+    pub(crate) fn verify_batches(
         &self,
         mem_bytes: u64,
         held: u64,

@@ -1,10 +1,10 @@
 //! Deduplicating a corpus: documents' fingerprints → candidate pairs ([`Candidates`]: equal
 //! fingerprints, and distinct ones within k from the index self-join, or the block join of
-//! `wide_join_part` beyond an index's k) → optionally verification ([`verify`]: the exact Jaccard of
-//! shingle sets, compared only for the pairs whose [`Prefixes`] show they may reach the
-//! threshold, found by the prefix join when it is cheaper; in bounded memory by [`Passes`]) →
-//! clusters ([`Clusters`]: the connected components of the pairs, or of the pairs that
-//! verification kept).
+//! [`wide_join_part`] beyond an index's k) → optionally verification ([`VerifiedDedup`]: the
+//! exact Jaccard of shingle sets ([`verify_pair`]), compared only for the pairs whose prefixes show
+//! they may reach the threshold, found by the prefix join when it is cheaper, in bounded memory
+//! by passes over the texts) → clusters ([`Clusters`]: the connected components of the pairs,
+//! or of the pairs that verification kept).
 //!
 //! Every dedup front end — `simdex dedup`, `simdex.dedup` and the components of the Spark job —
 //! builds on this module, so that the rules are written once: a pair is two documents (row
@@ -19,18 +19,19 @@ internal_mod!(prefix);
 internal_mod!(sketch);
 mod spill;
 internal_mod!(verify);
+mod verified;
 internal_mod!(wide);
 
 pub use candidates::Candidates;
 pub use clusters::Clusters;
-pub use identical::{Folder, Groups};
-pub use passes::Passes;
-pub use prefix::Prefixes;
+pub(crate) use identical::Folder;
+pub(crate) use passes::Passes;
+pub(crate) use prefix::Prefixes;
 pub use sketch::SketchShape;
-pub use spill::{PairSpill, Verified};
-pub use verify::{
-    Tokens, hash_and_set, jaccard, shingle_set, shingle_set_with, verify, verify_pair,
-};
+pub use spill::PairSpill;
+pub(crate) use spill::Verified;
+pub use verified::{TextPasses, VerifiedDedup, VerifiedOutput, VerifiedSummary};
+pub use verify::{Tokens, hash_and_set, shingle_set, shingle_set_with, verify_pair};
 pub use wide::wide_join_part;
 
 /// A xorshift64 generator from a non-zero `seed`: the dedup tests' reproducible data.

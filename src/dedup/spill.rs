@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::{Error, Result};
 
 /// A verified pair: rows `a < b`, their fingerprints' distance, their Jaccard.
-pub type Verified = (u32, u32, u32, f64);
+pub(crate) type Verified = (u32, u32, u32, f64);
 
 /// Bytes a pair takes in a run.
 const RECORD: usize = 20;
@@ -60,7 +60,7 @@ impl PairSpill {
     }
 
     /// Add a pair.
-    pub fn push(&mut self, p: Verified) -> Result<()> {
+    pub fn push(&mut self, p: (u32, u32, u32, f64)) -> Result<()> {
         if self.held.len() >= self.max {
             self.spill()?;
         }
@@ -111,7 +111,7 @@ impl PairSpill {
     }
 
     /// Call `f` with every pair, in `(a, b)` order.
-    pub fn finish(mut self, mut f: impl FnMut(Verified) -> Result<()>) -> Result<()> {
+    pub fn finish(mut self, mut f: impl FnMut((u32, u32, u32, f64)) -> Result<()>) -> Result<()> {
         use rayon::slice::ParallelSliceMut;
         let mut held = std::mem::take(&mut self.held);
         held.par_sort_unstable_by_key(|p| (p.0, p.1));

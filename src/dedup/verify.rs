@@ -148,7 +148,7 @@ pub fn verify(
         .collect()
 }
 
-/// The rule [`verify`] applies to one pair of shingle sets: their Jaccard if it is at least
+/// The rule of verified dedup for one pair of shingle sets: their Jaccard if it is at least
 /// `t`, else `None` (and `None` if either set is empty).
 pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
     if a.is_empty() || b.is_empty() {

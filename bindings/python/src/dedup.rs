@@ -4,15 +4,48 @@ use std::path::PathBuf;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use simdex::dedup::{Candidates, Clusters, Passes, Prefixes};
+use simdex::dedup::{Candidates, TextPasses, VerifiedDedup};
 
 use crate::args::{Distance, Threads};
 use rayon::prelude::*;
 
 use crate::arrays::{out, u64_array};
 use crate::errors::{invalid, to_py};
+use crate::runtime::Cancel;
 use crate::runtime::{LONG_CALL, detached, detached_watched};
-use crate::texts::visible;
+use crate::texts::{Texts, visible};
+
+/// Rows per chunk of shingle sets computed on all cores.
+const CHUNK_ROWS: usize = 1 << 16;
+
+/// Texts held in memory, read again for verification a chunk of rows at a time.
+struct InMemory<'a> {
+    texts: &'a Texts,
+    html: bool,
+    cancel: &'a Cancel,
+}
+
+impl TextPasses for InMemory<'_> {
+    fn pass(
+        &mut self,
+        want: &dyn Fn(u64) -> bool,
+        f: &mut dyn FnMut(u64, &[&str]) -> simdex::Result<()>,
+    ) -> simdex::Result<()> {
+        let n = self.texts.len();
+        for start in (0..n).step_by(CHUNK_ROWS) {
+            self.cancel.check()?;
+            let texts: Vec<std::borrow::Cow<'_, str>> = (start..(start + CHUNK_ROWS).min(n))
+                .map(|r| match want(r as u64) {
+                    true => visible(self.texts.get(r), self.html),
+                    false => std::borrow::Cow::Borrowed(""),
+                })
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+            f(start as u64, &refs)?;
+        }
+        Ok(())
+    }
+}
 
 /// Row pairs and cluster ids for fingerprints: internal, called by `simdex.dedup`.
 ///
@@ -87,11 +120,10 @@ pub fn dedup_fingerprints<'py>(
 
 /// Verified near-duplicates of texts: internal, called by `simdex.dedup(..., verify=T)`.
 ///
-/// Candidates are the rows whose `fingerprints` lie within `k` bits (the index self-join for
-/// k <= 7, the block join above); each is kept if the word
-/// 3-shingle sets of the two texts have Jaccard >= `t`. Returns the cluster of every row (the
-/// smallest row of its component of verified pairs) and the verified pairs (row_a, row_b,
-/// distance, jaccard).
+/// The library's verified dedup (`simdex::dedup::VerifiedDedup`, as `simdex dedup --verify`):
+/// the pairs of rows whose `fingerprints` lie within `k` bits and whose word 3-shingle sets
+/// have Jaccard >= `t`. Returns the cluster of every row (the smallest row of its component of
+/// verified pairs) and the verified pairs (row_a, row_b, distance, jaccard), sorted.
 #[pyfunction]
 #[pyo3(signature = (texts, fingerprints, t, k, *, html=false, mem_bytes=1<<30, tmp=None, threads=None, tokens="unicode"))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -135,69 +167,54 @@ pub fn verify_texts<'py>(
     let tmp = tmp.unwrap_or_else(std::env::temp_dir);
     let long = fps.len() > LONG_CALL;
     let (clusters, verified) = detached_watched(py, threads, long, move |cancel| {
-        // Candidates first (the index self-join, or the block join beyond k = 7), a batch at a
-        // time (their pairs may take half of `mem_bytes`), then their shingle sets, in passes
-        // that hold at most the rest (one when they fit).
-        let set = |r: usize| -> simdex::Result<Vec<u64>> {
-            cancel.check()?;
-            let text = visible(texts.get(r), html);
-            Ok(simdex::dedup::shingle_set_with(
-                &text,
-                simdex::dedup::Tokens::TRUTH_SHINGLE,
-                tokens,
-            ))
-        };
-        // The rows in chunks of 2^16 (a set is computed per row on all cores, a chunk at a time).
+        // The library's verified dedup: every row with its fingerprint and shingle set (the
+        // sets computed on all cores, a chunk of rows at a time), then the candidates verified
+        // against the texts read again (from memory).
+        let mut v = VerifiedDedup::new(t, k, tokens)?;
         let n = texts.len();
-        let chunks = || {
-            (0..n)
-                .step_by(1 << 16)
-                .map(move |s| s..(s + (1 << 16)).min(n))
+        for start in (0..n).step_by(CHUNK_ROWS) {
+            let rows = start..(start + CHUNK_ROWS).min(n);
+            let sets: Vec<Vec<u64>> = rows
+                .clone()
+                .into_par_iter()
+                .map(|r| {
+                    cancel.check()?;
+                    Ok(simdex::dedup::shingle_set_with(
+                        &visible(texts.get(r), html),
+                        simdex::dedup::Tokens::TRUTH_SHINGLE,
+                        tokens,
+                    ))
+                })
+                .collect::<simdex::Result<_>>()?;
+            for (r, set) in rows.zip(sets) {
+                v.push(Some((fps[r], set)))?;
+            }
+        }
+        let mut source = InMemory {
+            texts: &texts,
+            html,
+            cancel,
         };
+        let out = v.run(
+            &mut source,
+            &tmp,
+            mem_bytes,
+            0,
+            &cancel.progress(),
+            true,
+            true,
+        )?;
+        let clusters: Vec<i64> = out
+            .clusters
+            .map(|mut c| c.roots().into_iter().map(|r| r as i64).collect())
+            .unwrap_or_default();
         let mut verified = Vec::new();
-        let verify_batch = |batch: Vec<(u32, u32, u32)>, sets: u64| -> simdex::Result<()> {
-            let mut passes = Passes::new(&batch, n, t, sets);
-            while passes.pending() {
-                for rows in chunks() {
-                    let sets: Vec<(usize, Vec<u64>)> = rows
-                        .into_par_iter()
-                        .filter(|&r| passes.wants(r))
-                        .map(|r| Ok((r, set(r)?)))
-                        .collect::<simdex::Result<_>>()?;
-                    for (r, set) in sets {
-                        passes.offer(r, set);
-                    }
-                }
-                passes.end_pass();
-            }
-            verified.append(&mut passes.finish());
-            Ok(())
-        };
-        let progress = cancel.progress();
-        if k > simdex::Design::MAX_K {
-            // Beyond an index's k, every row's prefix first (dedup::prefix): the candidates are
-            // the pairs within k that may reach `t`, from the prefix join or, where many rows
-            // share prefix shingles, the block join filtered.
-            let mut p = Prefixes::new(t)?;
-            for rows in chunks() {
-                let sets: Vec<Vec<u64>> = rows
-                    .into_par_iter()
-                    .map(set)
-                    .collect::<simdex::Result<_>>()?;
-                p.push(&sets)?;
-            }
-            Candidates::verify_all(fps, k, &tmp, mem_bytes, 0, &p, &progress, verify_batch)?;
-        } else {
-            // Within it, the index self-join's candidates, verified a batch at a time.
-            let cand = Candidates::new(fps, None, k, &tmp, mem_bytes, &progress)?;
-            cand.verify_batches(mem_bytes, 0, n, None, &progress, verify_batch)?;
+        if let Some(l) = out.pairs {
+            l.finish(|p| {
+                verified.push(p);
+                Ok(())
+            })?;
         }
-        verified.sort_unstable_by_key(|p| (p.0, p.1));
-        let mut clusters = Clusters::new(n);
-        for &(a, b, _, _) in &verified {
-            clusters.join(a as usize, b as usize);
-        }
-        let clusters: Vec<i64> = clusters.roots().into_iter().map(|r| r as i64).collect();
         Ok((clusters, verified))
     })?;
     let (mut a, mut b, mut d, mut j) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
