@@ -4,17 +4,17 @@
 //! a `0x` prefix and either case.
 
 /// Number of bit positions in which `a` and `b` differ.
-///
-/// ```
-/// assert_eq!(simdex::hamming(0b1011, 0b0010), 2);
-/// assert_eq!(simdex::parse_hex("0x00000000000000FF"), Ok(255));
-/// ```
 #[inline]
 pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 
 /// 16 lowercase hex digits.
+///
+/// ```
+/// assert_eq!(simdex::to_hex(255), "00000000000000ff");
+/// assert_eq!(simdex::parse_hex("0x00000000000000FF"), Ok(255));
+/// ```
 pub fn to_hex(fp: u64) -> String {
     format!("{fp:016x}")
 }

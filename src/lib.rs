@@ -132,7 +132,7 @@ internal_mod!(table);
 
 pub use design::Design;
 pub use error::{Error, Result};
-pub use fingerprint::{hamming, parse_hex, to_hex};
+pub use fingerprint::{parse_hex, to_hex};
 pub use index::build::build as build_index;
 pub use index::{
     BatchOptions, BatchResult, BuildOptions, BuildSummary, DesignChoice, Index, IndexStats,

@@ -89,7 +89,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         .collect();
     let (truth, universe): (HashSet<(u32, u32)>, Option<Vec<Labelled>>) = match &a.pairs {
         None => (
-            simdex::raw::similar_pairs(&sets, a.threshold)
+            simdex::raw::Row::similar_pairs(&sets, a.threshold)
                 .into_iter()
                 .collect(),
             None,
@@ -196,7 +196,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         )?;
         let fps: Vec<u64> = docs.par_iter().map(|d| h.hash_text(&d.text)).collect();
         let rows = match &universe {
-            None => simdex::raw::evaluate(&fps, &skip, &truth, a.max_k),
+            None => simdex::raw::Row::evaluate(&fps, &skip, &truth, a.max_k),
             Some(labelled) => (0..=a.max_k)
                 .map(|k| {
                     let mut r = simdex::raw::Row {
@@ -374,5 +374,5 @@ impl Advice {
 
 /// The ground truth's set: word 3-shingles.
 fn eval_set(text: &str) -> Vec<u64> {
-    simdex::dedup::shingle_set(text, 3)
+    simdex::dedup::Tokens::Unicode.shingle_set(text, 3)
 }

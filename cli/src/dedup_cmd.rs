@@ -199,7 +199,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         &a.docs,
         |h, d| {
             if want_sets {
-                let (fp, set) = simdex::dedup::hash_and_set(h, &d.text, tokens);
+                let (fp, set) = tokens.hash_and_set(h, &d.text);
                 (fp, Some(set))
             } else {
                 (h.try_hash_text(&d.text), None)
@@ -237,7 +237,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
         // quadratically many: holding them took 726 MiB for 5 000 copies).
         let held = ids.memory_bytes();
         let mem = a.mem;
-        let out = v.run(
+        let mut out = v.run(
             &mut Reread(&mut a.docs),
             &tmp,
             mem,
@@ -246,7 +246,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             a.clusters,
             !a.clusters,
         )?;
-        match (out.clusters, out.pairs) {
+        match (out.clusters.take(), out.pairs.take()) {
             (Some(mut c), _) => write_clusters(&a, &mut c, &ids)?,
             (_, Some(l)) => write_lines(&a, |w| {
                 l.finish(|(i, j, d, jac)| {
@@ -262,7 +262,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
             _ => {}
         }
         if !a.docs.quiet {
-            let s = out.summary;
+            let s = &out;
             let folded = match s.folded {
                 0 => String::new(),
                 n => format!(", {n} identical to an earlier one"),
@@ -275,7 +275,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                 s.distinct,
                 skipped_note(s.featureless, bad),
                 s.candidates,
-                s.pairs,
+                s.verified,
                 started.elapsed()
             );
         }

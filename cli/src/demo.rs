@@ -56,12 +56,12 @@ pub fn run(a: Args) -> Result<()> {
         human_bytes(st.disk_bytes as f64),
         st.bits_per_key_per_table,
         st.bits_per_key_per_table / 64.0 * 100.0,
-        simdex::raw::information_bound(st.keys),
+        simdex::raw::Table::information_bound(st.keys),
         human_bytes(st.memory_bytes as f64)
     )?;
     // Queries: the planted originals (each has neighbours at 1..=k) and fresh random ones.
     let mut queries: Vec<u64> = fps[..planted as usize].to_vec();
-    queries.extend(simdex::raw::random(10_000, a.seed ^ 0xABCD));
+    queries.extend(simdex::raw::with_planted(10_000, 0, &[], a.seed ^ 0xABCD)?);
     let t0 = Instant::now();
     let mut matches = 0usize;
     let mut with_dups = 0usize;

@@ -319,7 +319,7 @@ pub fn read_docs(a: &DocArgs, mut chunk: impl FnMut(Vec<Doc>) -> Result<()>) -> 
     let mut run = |mut docs: Vec<Doc>, n: &mut u64| -> Result<()> {
         if a.html {
             docs.par_iter_mut()
-                .for_each(|d| d.text = simdex::raw::visible_text(&d.text));
+                .for_each(|d| d.text = simdex::Simhasher::visible_text(&d.text));
         }
         *n += docs.len() as u64;
         chunk(docs)?;

@@ -50,7 +50,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             s.aligned_tables,
             s.disk_bytes,
             s.bits_per_key_per_table,
-            simdex::raw::information_bound(s.keys),
+            simdex::raw::Table::information_bound(s.keys),
             s.memory_bytes,
             s.probes_per_query
         )
@@ -78,7 +78,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
                     "disk             {} ({:.2} bits per fingerprint per table; information bound {:.2}; raw 64)",
                     human_bytes(s.disk_bytes as f64),
                     s.bits_per_key_per_table,
-                    simdex::raw::information_bound(s.keys)
+                    simdex::raw::Table::information_bound(s.keys)
                 )
             })
             .and_then(|_| {

@@ -86,6 +86,17 @@ pub(crate) fn pairs_among(n: usize) -> u64 {
 }
 
 impl Candidates {
+    /// The share of `wide_join` that part `part` of `parts` reports (see `WideJoin::part`).
+    pub fn wide_join_part(
+        fps: &[u64],
+        k: u32,
+        part: usize,
+        parts: usize,
+        progress: &ProgressHandle,
+    ) -> Result<Vec<crate::index::Pair>> {
+        super::wide::wide_join_part(fps, k, part, parts, progress)
+    }
+
     /// Bytes a candidate pair is counted for while listed: the fingerprint pair (24) while it is
     /// expanded to rows, the row pair (12) and what a verification pass indexes it by (12).
     pub const PAIR_BYTES: u64 = PAIR_BYTES;

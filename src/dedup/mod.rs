@@ -1,10 +1,11 @@
 //! Deduplicating a corpus: documents' fingerprints → candidate pairs ([`Candidates`]: equal
 //! fingerprints, and distinct ones within k from the index self-join, or the block join of
-//! [`wide_join_part`] beyond an index's k) → optionally verification ([`VerifiedDedup`]: the
-//! exact Jaccard of shingle sets ([`verify_pair`]), compared only for the pairs whose prefixes show
-//! they may reach the threshold, found by the prefix join when it is cheaper, in bounded memory
-//! by passes over the texts) → clusters ([`Clusters`]: the connected components of the pairs,
-//! or of the pairs that verification kept).
+//! [`Candidates::wide_join_part`] beyond an index's k) → optionally verification
+//! ([`VerifiedDedup`]: the exact Jaccard of shingle sets ([`VerifiedDedup::verify_pair`]),
+//! compared only for the pairs whose prefixes show they may reach the threshold, found by the
+//! prefix join when it is cheaper, in bounded memory by passes over the texts) → clusters
+//! ([`Clusters`]: the connected components of the pairs, or of the pairs that verification
+//! kept).
 //!
 //! Every dedup front end — `simdex dedup`, `simdex.dedup` and the components of the Spark job —
 //! builds on this module, so that the rules are written once: a pair is two documents (row
@@ -30,9 +31,12 @@ pub(crate) use prefix::Prefixes;
 pub use sketch::SketchShape;
 pub use spill::PairSpill;
 pub(crate) use spill::Verified;
-pub use verified::{TextPasses, VerifiedDedup, VerifiedOutput, VerifiedSummary};
-pub use verify::{Tokens, hash_and_set, shingle_set, shingle_set_with, verify_pair};
-pub use wide::wide_join_part;
+pub use verified::{TextPasses, VerifiedDedup, VerifiedOutput};
+pub use verify::Tokens;
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take it
+pub(crate) use verify::verify_pair;
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
+pub(crate) use verify::{hash_and_set, shingle_set, shingle_set_with};
 
 /// A xorshift64 generator from a non-zero `seed`: the dedup tests' reproducible data.
 #[cfg(test)]

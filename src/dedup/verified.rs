@@ -28,10 +28,11 @@ pub trait TextPasses {
     ) -> Result<()>;
 }
 
-/// What [`VerifiedDedup::run`] found.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What [`VerifiedDedup::run`] found: counts, and the results asked for. Documents are
+/// numbered by their order among the documents with words.
+#[derive(Debug)]
 #[non_exhaustive]
-pub struct VerifiedSummary {
+pub struct VerifiedOutput {
     /// Documents pushed.
     pub documents: u64,
     /// Documents without any word (no part in any pair).
@@ -43,16 +44,7 @@ pub struct VerifiedSummary {
     /// Candidate pairs of rows compared (within k, sharing a prefix shingle).
     pub candidates: u64,
     /// Verified pairs of documents (identical ones included).
-    pub pairs: u64,
-}
-
-/// The results of [`VerifiedDedup::run`], as asked: documents are numbered by their order
-/// among the documents with words.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct VerifiedOutput {
-    /// What was found.
-    pub summary: VerifiedSummary,
+    pub verified: u64,
     /// The clusters of verified pairs, if asked.
     pub clusters: Option<Clusters>,
     /// Every verified pair `(a, b, distance, jaccard)`, `a < b`, to be read back in order with
@@ -79,6 +71,12 @@ pub struct VerifiedDedup {
 }
 
 impl VerifiedDedup {
+    /// The rule of verified dedup for one pair of shingle sets (ascending, distinct): their Jaccard if it is at least
+    /// `t`, else `None` (and `None` if either set is empty).
+    pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
+        super::verify::verify_pair(a, b, t)
+    }
+
     /// Verification at Jaccard `t` (0 < t ≤ 1) of the pairs within `k` bits
     /// (`0..=`[`Candidates::MAX_CANDIDATE_K`]), word 3-shingles under `tokens`.
     pub fn new(t: f64, k: u32, tokens: Tokens) -> Result<VerifiedDedup> {
@@ -108,7 +106,7 @@ impl VerifiedDedup {
     }
 
     /// The shingle set of a text under this verification's tokens (what [`push`](Self::push)
-    /// wants beside a fingerprint; [`super::hash_and_set`] gives both from one tokenizing).
+    /// wants beside a fingerprint; [`Tokens::hash_and_set`] gives both from one tokenizing).
     pub fn set_of(&self, text: &str) -> Vec<u64> {
         shingle_set_with(text, TRUTH_SHINGLE, self.tokens)
     }
@@ -166,14 +164,9 @@ impl VerifiedDedup {
             + (self.fps.capacity() + self.ords.capacity()) as u64 * 8
             + groups.memory_bytes()
             + listed.as_ref().map_or(0, PairSpill::memory_bytes);
-        let mut summary = VerifiedSummary {
-            documents: self.documents,
-            featureless: self.featureless,
-            folded: groups.folded(),
-            ..Default::default()
-        };
+        let mut verified = 0u64;
         let mut emit = |(x, y, d, jac): Verified| -> Result<()> {
-            summary.pairs += 1;
+            verified += 1;
             if let Some(c) = &mut joined {
                 c.join(x as usize, y as usize);
             }
@@ -210,10 +203,13 @@ impl VerifiedDedup {
         let mut distinct = self.fps;
         distinct.par_sort_unstable();
         distinct.dedup();
-        summary.distinct = distinct.len() as u64;
-        summary.candidates = candidates;
         Ok(VerifiedOutput {
-            summary,
+            documents: self.documents,
+            featureless: self.featureless,
+            folded: groups.folded(),
+            distinct: distinct.len() as u64,
+            candidates,
+            verified,
             clusters: joined,
             pairs: listed,
         })
@@ -365,9 +361,9 @@ mod tests {
                 })
                 .unwrap();
             assert_eq!(got, want, "mem {mem}");
-            assert_eq!(out.summary.pairs, want.len() as u64);
-            assert_eq!(out.summary.featureless, 2);
-            assert!(out.summary.folded >= 1);
+            assert_eq!(out.verified, want.len() as u64);
+            assert_eq!(out.featureless, 2);
+            assert!(out.folded >= 1);
             let mut c = out.clusters.unwrap();
             for &(a, b) in &want {
                 assert_eq!(c.find(a as usize), c.find(b as usize));

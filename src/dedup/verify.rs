@@ -27,6 +27,24 @@ pub enum Tokens {
 impl Tokens {
     /// The word-shingle size of the ground truth and of verification.
     pub const TRUTH_SHINGLE: usize = crate::dedup::verify::TRUTH_SHINGLE;
+
+    /// The distinct hashes (the fingerprint's feature hash) of a text's word `n`-shingles cut
+    /// by these tokens, joined by single spaces (one shingle of all tokens when there are fewer
+    /// than `n`), ascending: the sets verification compares at `n` = [`Self::TRUTH_SHINGLE`].
+    pub fn shingle_set(self, text: &str, n: usize) -> Vec<u64> {
+        shingle_set_with(text, n, self)
+    }
+
+    /// A text's fingerprint by `hasher` and its verification set
+    /// ([`shingle_set`](Self::shingle_set) at [`TRUTH_SHINGLE`](Self::TRUTH_SHINGLE)), from
+    /// one tokenizing where they share their tokens (unicode tokens).
+    pub fn hash_and_set(
+        self,
+        hasher: &crate::simhash::Simhasher,
+        text: &str,
+    ) -> (Option<u64>, Vec<u64>) {
+        hash_and_set(hasher, text, self)
+    }
 }
 
 impl std::str::FromStr for Tokens {

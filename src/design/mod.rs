@@ -22,6 +22,7 @@
 use crate::error::{Error, Result};
 use crate::permutation::Permutation;
 
+mod bucket;
 mod cost;
 mod join;
 
@@ -33,6 +34,7 @@ pub use cost::{
     AUTO_SEGMENTED_INDEX_BYTES, Cost, DEFAULT_MAX_TABLES, auto_alignment, auto_block_size,
     auto_segment_keys, keys_per_block,
 };
+#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use join::{check_join_design, join_design};
 
 /// The largest k any constructor here accepts.
@@ -122,6 +124,21 @@ fn binom(n: u64, k: u64) -> u64 {
 }
 
 impl Design {
+    /// The bucket of each fingerprint of `fps` in table `table` of this (radius-0) design: its
+    /// permuted prefix (the top `prefix_bits` bits of the permuted fingerprint, right-aligned;
+    /// 0 for an empty prefix), what a shuffling engine keys the table's rows by.
+    pub fn bucket_keys(&self, table: usize, fps: &[u64]) -> Result<Vec<u64>> {
+        bucket::bucket_keys(self, table, fps)
+    }
+
+    /// Every pair `(i, j, distance)` of `fps` (indexes, `fps[i] < fps[j]`, distance ≤ `k`) that
+    /// share a bucket of table `table` and that no earlier table covers: table `table`'s share
+    /// of the self-join. `fps` may hold several buckets and repeats (equal fingerprints pair at
+    /// distance 0, in table 0). `k` may be below the design's k, never above. Sorted by (i, j).
+    pub fn bucket_pairs(&self, table: usize, k: u32, fps: &[u64]) -> Result<Vec<(u32, u32, u32)>> {
+        bucket::bucket_pairs(self, table, k, fps)
+    }
+
     /// The radius-0 design that minimizes the modelled cost of a distributed self-join of `n`
     /// fingerprints at distance `k`: per fingerprint, `tables × (shuffle + bucket size × pair)`.
     /// Small sets take few tables with short prefixes (design `4` for k = 3 at a million), large

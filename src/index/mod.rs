@@ -8,7 +8,6 @@
 //! `table-NN.sxt` per design table.
 
 pub mod batch;
-pub mod bucket;
 pub mod build;
 mod counters;
 mod keysort;

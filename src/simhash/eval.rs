@@ -70,6 +70,21 @@ pub struct Row {
 }
 
 impl Row {
+    /// Rows for k = 0..=max_k: every pair of `fps` (excluding indexes in `skip`) against `truth`.
+    pub fn evaluate(
+        fps: &[u64],
+        skip: &HashSet<u32>,
+        truth: &HashSet<(u32, u32)>,
+        max_k: u32,
+    ) -> Vec<Row> {
+        evaluate(fps, skip, truth, max_k)
+    }
+
+    /// Every pair (i, j), i < j, of non-empty sets with Jaccard ≥ `t` (0 < t ≤ 1), exactly.
+    pub fn similar_pairs(sets: &[Vec<u64>], t: f64) -> Vec<(u32, u32)> {
+        similar_pairs(sets, t)
+    }
+
     /// tp / (tp + fp); `None` when nothing is within k.
     pub fn precision(&self) -> Option<f64> {
         let p = self.true_positives + self.false_positives;

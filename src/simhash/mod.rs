@@ -360,6 +360,14 @@ pub struct Simhasher {
 }
 
 impl Simhasher {
+    /// The visible text of an HTML document (or fragment), words separated as a browser would.
+    /// Pages nested deeper than `MAX_DEPTH` elements are reduced by `strip_tags` instead (in
+    /// linear time).
+    #[cfg(feature = "html")]
+    pub fn visible_text(html: &str) -> String {
+        html::visible_text(html)
+    }
+
     /// A hasher with these options; an error if the shingle size is 0 or above 16.
     pub fn new(opts: SimhashOptions) -> Result<Simhasher> {
         if !(1..=16).contains(&opts.shingle) {
@@ -407,7 +415,7 @@ impl Simhasher {
         Some(simhash_slice(&feats))
     }
 
-    /// The fingerprint of an HTML page's visible text ([`html::visible_text`]). Needs the
+    /// The fingerprint of an HTML page's visible text ([`Simhasher::visible_text`]). Needs the
     /// `html` feature.
     #[cfg(feature = "html")]
     pub fn hash_html(&self, html: &str) -> u64 {

@@ -71,6 +71,16 @@ pub struct VerifyReport {
 }
 
 impl Table<Mmap> {
+    /// The information bound for `n` distinct 64-bit keys: log2 C(2^64, n) / n bits per key, the
+    /// fewest bits per key that any encoding of an arbitrary n-key set can average.
+    ///
+    /// Computed as 64 − log2(n!)/n − (n − 1)/(2 · 2^64 · ln 2) (the last term, from
+    /// log2(2^64 − i) ≈ 64 − i/(2^64 ln 2), is below 10^-9 bits for n up to 10^10), with log2(n!)
+    /// summed exactly for small n and by Stirling's series above.
+    pub fn information_bound(n: u64) -> f64 {
+        super::information_bound(n)
+    }
+
     /// Map and open the table file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Table<Mmap>> {
         Table::open_with(path, false)

@@ -179,10 +179,9 @@ pub fn verify_texts<'py>(
                 .into_par_iter()
                 .map(|r| {
                     cancel.check()?;
-                    Ok(simdex::dedup::shingle_set_with(
+                    Ok(tokens.shingle_set(
                         &visible(texts.get(r), html),
                         simdex::dedup::Tokens::TRUTH_SHINGLE,
-                        tokens,
                     ))
                 })
                 .collect::<simdex::Result<_>>()?;
@@ -263,12 +262,10 @@ pub fn jaccard_pairs<'py>(
             .into_par_iter()
             .with_min_len(64)
             .map(|i| {
-                let set = |x: &str| {
-                    simdex::dedup::shingle_set_with(x, simdex::dedup::Tokens::TRUTH_SHINGLE, tokens)
-                };
+                let set = |x: &str| tokens.shingle_set(x, simdex::dedup::Tokens::TRUTH_SHINGLE);
                 let sa = set(&visible(ta.get(i), html));
                 let sb = set(&visible(tb.get(i), html));
-                simdex::dedup::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
+                simdex::dedup::VerifiedDedup::verify_pair(&sa, &sb, t).unwrap_or(f64::NAN)
             })
             .collect::<Vec<f64>>();
         Ok(jac)

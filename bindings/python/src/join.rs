@@ -45,7 +45,7 @@ pub fn bucket_keys<'py>(
     let d = self::design(design, k)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
-    let keys = detached(py, None, move || simdex::raw::bucket_keys(&d, table, fps))?;
+    let keys = detached(py, None, move || d.bucket_keys(table, fps))?;
     Ok(out(py, keys))
 }
 
@@ -71,9 +71,7 @@ pub fn bucket_pairs<'py>(
     let d = self::design(design, k)?;
     let arr = u64_array(fingerprints, "fingerprints")?;
     let fps = arr.as_slice()?;
-    let pairs = detached(py, None, move || {
-        simdex::raw::bucket_pairs(&d, table, k, fps)
-    })?;
+    let pairs = detached(py, None, move || d.bucket_pairs(table, k, fps))?;
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for (i, j, dist) in pairs {
         a.push(i);
@@ -136,8 +134,13 @@ pub fn wide_pairs<'py>(
     let fps = arr.as_slice()?;
     let k = k.0;
     let (a, b, c) = detached(py, Some(Threads(1)), move || {
-        let pairs =
-            simdex::dedup::wide_join_part(fps, k, part, parts, &simdex::ProgressHandle::none())?;
+        let pairs = simdex::dedup::Candidates::wide_join_part(
+            fps,
+            k,
+            part,
+            parts,
+            &simdex::ProgressHandle::none(),
+        )?;
         Ok(pairs
             .into_iter()
             .map(|p| (p.batch, p.stored, p.distance))

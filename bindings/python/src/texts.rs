@@ -16,7 +16,7 @@ use simdex::{DfCounter, Simhasher};
 /// The text to hash: an HTML page's visible text, or the text itself.
 pub fn visible(text: &str, html: bool) -> std::borrow::Cow<'_, str> {
     if html {
-        std::borrow::Cow::Owned(simdex::raw::visible_text(text))
+        std::borrow::Cow::Owned(simdex::Simhasher::visible_text(text))
     } else {
         std::borrow::Cow::Borrowed(text)
     }

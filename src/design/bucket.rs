@@ -13,13 +13,11 @@
 //! popcounts: [`join_design`] (in `crate::design`) picks the radius-0 design that balances the two for `n`
 //! fingerprints.
 
-use crate::design::{Design, TableDesign};
+use super::join::check_join_design;
+#[cfg(test)]
+use super::join::join_design;
+use super::{Design, TableDesign};
 use crate::error::{Error, Result};
-
-/// The join cost model lives with the designs; its functions are re-exported here, beside the
-/// bucket functions they serve.
-#[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
-pub use crate::design::{check_join_design, join_design};
 
 /// An error unless `design` has probe radius 0 and `table` is one of its tables.
 fn check(design: &Design, table: usize) -> Result<()> {
@@ -43,14 +41,8 @@ fn prefix(t: &TableDesign, fp: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// The bucket of fingerprint `fp` in table `table`: its permuted prefix (the top
+/// The bucket of every fingerprint of `fps` in table `table`: its permuted prefix (the top
 /// `prefix_bits` bits of the permuted fingerprint, right-aligned; 0 for an empty prefix).
-pub fn bucket_key(design: &Design, table: usize, fp: u64) -> Result<u64> {
-    check(design, table)?;
-    Ok(prefix(&design.tables()[table], fp))
-}
-
-/// `bucket_key` of every fingerprint of `fps` (the design checked once).
 pub fn bucket_keys(design: &Design, table: usize, fps: &[u64]) -> Result<Vec<u64>> {
     check(design, table)?;
     let t = &design.tables()[table];
@@ -167,7 +159,7 @@ mod tests {
                     let mut by_key: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
                     for (i, &f) in fps.iter().enumerate() {
                         by_key
-                            .entry(bucket_key(&design, t, f).unwrap())
+                            .entry(bucket_keys(&design, t, &[f]).unwrap()[0])
                             .or_default()
                             .push(i as u32);
                     }
@@ -194,7 +186,7 @@ mod tests {
                 .contains("radius 0")
         );
         let d = join_design(1000, 3).unwrap();
-        assert!(bucket_key(&d, 99, 1).is_err());
+        assert!(bucket_keys(&d, 99, &[1]).is_err());
         assert!(
             bucket_pairs(&d, 0, 4, &[1])
                 .unwrap_err()
