@@ -4,7 +4,8 @@
 //! A mapped table is read at random: every probe's block is on a page of its own, and with
 //! 4 KiB pages each costs a page walk (at 100M keys, a populated map of a table cached in
 //! 2 MiB pages answered in 0.85x the time of the same bytes cached in 4 KiB ones, on a 2-core
-//! VM, docs/log/benchmarks.md, “a directory that names the block”). Linux can map a file in 2 MiB pages only where its page cache
+//! VM, docs/log/benchmarks.md, “a directory that names the block”). Linux can map a file in 2 MiB
+//! pages only where its page cache
 //! holds it in 2 MiB folios, and the page cache (ext4 and xfs on recent kernels) sizes a file's
 //! folios after the writes that filled it: 8 KiB writes leave 8 KiB folios, which no later
 //! reader of the file can map in 2 MiB pages until they are evicted. A table written through

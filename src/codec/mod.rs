@@ -84,7 +84,8 @@ impl Codec {
 
     internal_fn! {
         /// The key after `prev` given a decoded symbol and suffix (`suffix < 2^suffix_bits`), or
-        /// `None` if the pair cannot follow `prev` (corrupt data): for h-delta, `prev` has bit h set;
+        /// `None` if the pair cannot follow `prev` (corrupt data): for h-delta, `prev` has bit h
+        /// set;
         /// for gap, the sum overflows.
         #[inline(always)]
         fn apply(self, prev: u64, symbol: u32, suffix: u64) -> Option<u64> {

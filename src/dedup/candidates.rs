@@ -104,14 +104,17 @@ impl Candidates {
     /// The largest candidate distance of verified dedup.
     pub const MAX_CANDIDATE_K: u32 = crate::dedup::verify::MAX_CANDIDATE_K;
 
-    /// The default candidate distance of verified dedup (`simdex dedup --verify`, `simdex.dedup(verify=)`,
-    /// `simdex.spark.dedup(verify=)`): near-duplicates at Jaccard 0.9 of template-heavy pages lie up
+    /// The default candidate distance of verified dedup (`simdex dedup --verify`,
+    /// `simdex.dedup(verify=)`,
+    /// `simdex.spark.dedup(verify=)`): near-duplicates at Jaccard 0.9 of template-heavy pages lie
+    /// up
     /// to 10-12 bits apart (measured; docs/log/benchmarks.md).
     pub const DEFAULT_CANDIDATE_K: u32 = crate::dedup::verify::DEFAULT_CANDIDATE_K;
 
     /// Candidates of documents `0..fps.len()` (at most 2^32) with fingerprints `fps`; rows whose
     /// `skip` entry is true (documents without any feature) take part in nothing. Of
-    /// `mem_bytes`, the listed pairs may take half (at [`PAIR_BYTES`](Candidates::PAIR_BYTES) each); a block join
+    /// `mem_bytes`, the listed pairs may take half (at [`PAIR_BYTES`](Candidates::PAIR_BYTES)
+    /// each); a block join
     /// with more pairs than that is kept unlisted, its pairs produced part by part when asked.
     pub fn new(
         fps: &[u64],
@@ -331,7 +334,8 @@ impl Candidates {
     }
 
     /// The pairs for verification within `mem_bytes`: [`Self::batches`] of at most half of it
-    /// (at [`PAIR_BYTES`](Candidates::PAIR_BYTES) a pair), each given to `f` with the bytes its shingle sets may take
+    /// (at [`PAIR_BYTES`](Candidates::PAIR_BYTES) a pair), each given to `f` with the bytes its
+    /// shingle sets may take
     /// (what `held` — the caller's own holdings —, these candidates, the batch and the
     /// [`Passes`](super::Passes) index over `n` rows leave). With `prefixes` (of every row),
     /// only the pairs they let through ([`Prefixes::may_reach`]): the pairs that cannot reach

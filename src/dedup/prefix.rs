@@ -85,7 +85,8 @@ impl Prefixes {
 
     /// Append the rows of `sets` (each ascending and distinct, as
     /// [`shingle_set_with`](super::verify::shingle_set_with) gives them), on all cores. The
-    /// first call's first [`ORDER_SAMPLE`](Prefixes::ORDER_SAMPLE) rows fix the order: give it that many where there
+    /// first call's first [`ORDER_SAMPLE`](Prefixes::ORDER_SAMPLE) rows fix the order: give it
+    /// that many where there
     /// are (any order is exact; a poor one lets more pairs through).
     pub fn push(&mut self, sets: &[Vec<u64>]) -> Result<()> {
         if let Some(s) = sets.iter().find(|s| u32::try_from(s.len()).is_err()) {

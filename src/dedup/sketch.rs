@@ -33,7 +33,8 @@ pub struct SketchShape {
 
 impl Default for SketchShape {
     /// 512 bins of 2 bits (128 bytes): of the 128-byte shapes measured, the fewest decisions
-    /// at T = 0.9 that differ from exact Jaccard's (`cargo bench --bench sketch`; docs/log/benchmarks.md,
+    /// at T = 0.9 that differ from exact Jaccard's (`cargo bench --bench sketch`;
+    /// docs/log/benchmarks.md,
     /// "Documents in the store").
     fn default() -> Self {
         SketchShape { bins: 512, bits: 2 }

@@ -71,7 +71,8 @@ pub struct VerifiedDedup {
 }
 
 impl VerifiedDedup {
-    /// The rule of verified dedup for one pair of shingle sets (ascending, distinct): their Jaccard if it is at least
+    /// The rule of verified dedup for one pair of shingle sets (ascending, distinct): their
+    /// Jaccard if it is at least
     /// `t`, else `None` (and `None` if either set is empty).
     pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
         super::verify::verify_pair(a, b, t)

@@ -93,8 +93,10 @@ pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
     v
 }
 
-/// A text's fingerprint by `hasher` ([`Simhasher::try_hash_text`](crate::simhash::Simhasher::try_hash_text))
-/// and its verification set ([`shingle_set_with`] at [`TRUTH_SHINGLE`](Tokens::TRUTH_SHINGLE)), from one tokenizing
+/// A text's fingerprint by `hasher`
+/// ([`Simhasher::try_hash_text`](crate::simhash::Simhasher::try_hash_text))
+/// and its verification set ([`shingle_set_with`] at [`TRUTH_SHINGLE`](Tokens::TRUTH_SHINGLE)),
+/// from one tokenizing
 /// when they share their tokens (unicode tokens).
 pub fn hash_and_set(
     hasher: &crate::simhash::Simhasher,
@@ -180,7 +182,8 @@ pub fn verify_pair(a: &[u64], b: &[u64], t: f64) -> Option<f64> {
     jaccard_at_least(a, b, t)
 }
 
-/// The default candidate distance of verified dedup (`simdex dedup --verify`, `simdex.dedup(verify=)`,
+/// The default candidate distance of verified dedup (`simdex dedup --verify`,
+/// `simdex.dedup(verify=)`,
 /// `simdex.spark.dedup(verify=)`): near-duplicates at Jaccard 0.9 of template-heavy pages lie up
 /// to 10-12 bits apart (measured; docs/log/benchmarks.md).
 pub const DEFAULT_CANDIDATE_K: u32 = 11;

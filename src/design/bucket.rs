@@ -10,7 +10,8 @@
 //! all buckets is therefore [`super::self_join`] of the same set, with no pair twice.
 //!
 //! The shuffle moves every fingerprint once per table, and a bucket costs its size squared in
-//! popcounts: [`join_design`] (in `crate::design`) picks the radius-0 design that balances the two for `n`
+//! popcounts: [`join_design`] (in `crate::design`) picks the radius-0 design that balances the two
+//! for `n`
 //! fingerprints.
 
 use super::join::check_join_design;

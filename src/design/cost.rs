@@ -10,7 +10,8 @@ pub const DEFAULT_MAX_TABLES: usize = 20;
 /// [`auto_block_size`] stays within.
 ///
 /// 2 GiB keeps the smallest blocks up to about 10^9 fingerprints with the 10 tables `auto`
-/// picks there: larger blocks make every probe decode more keys (measured in docs/log/benchmarks.md),
+/// picks there: larger blocks make every probe decode more keys (measured in
+/// docs/log/benchmarks.md),
 /// and 2 GiB is a few percent of such an index, whose blocks must be in the page cache for
 /// fast queries anyway. Beyond that, larger blocks keep the reader's memory bounded.
 pub const AUTO_BLOCK_RAM_BUDGET: u64 = 2 << 30;
@@ -74,7 +75,8 @@ pub fn auto_segment_keys(block_size: u32) -> u32 {
 /// against 11 for every other key decoded: the run is one segment, decoded on the vector
 /// path without a segment change. Fitted to where design 4 (aligned) stops being faster than
 /// design 10 (not aligned), measured in one process on the same keys (docs/log/benchmarks.md,
-/// “format 3 without format 4's cost, and faiss again”): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M and 6M, 1.08-1.18x at 7M. At 11
+/// “format 3 without format 4's cost, and faiss again”): 0.67-0.77x at 3M keys, 0.90-0.96x at 5M
+/// and 6M, 1.08-1.18x at 7M. At 11
 /// the model put that point at 4.2M, so `auto` gave 5M-6M keys design 10, 4-10% slower at
 /// 2.5x the bytes; at 7.5 it is at about 6.4M.
 const ALIGNED_RUN_KEY_NS: f64 = 7.5;
@@ -108,7 +110,8 @@ pub(crate) fn alignment(n: u64, prefix_bits: u32, segment_keys: u32, min_run: f6
 /// arrays fit in `AUTO_BLOCK_RAM_BUDGET`, else the largest.
 ///
 /// Up to `AUTO_SEGMENTED_INDEX_BYTES` of index: `AUTO_SEGMENTED_BLOCK_SIZE`. Above, the
-/// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the budget: small blocks cost a probe
+/// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the
+/// budget: small blocks cost a probe
 /// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
 /// (and its directory) costs about 12 bytes per block per table, which at billions of keys is
 /// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's
@@ -130,7 +133,8 @@ pub fn auto_block_size(n: u64, tables: usize) -> u32 {
 
 impl Design {
     /// The design with the least expected work per query for `n` keys (see [`Cost`]), among
-    /// [`candidates`](Self::candidates) with at most [`DEFAULT_MAX_TABLES`](crate::Design::DEFAULT_MAX_TABLES) tables, costed at
+    /// [`candidates`](Self::candidates) with at most
+    /// [`DEFAULT_MAX_TABLES`](crate::Design::DEFAULT_MAX_TABLES) tables, costed at
     /// the smallest automatic block size: the design a build with `--design auto` and
     /// `--block-size auto` picks.
     pub fn auto(n: u64, k: u32) -> Result<Design> {

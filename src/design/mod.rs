@@ -157,7 +157,8 @@ impl Design {
     /// arrays fit in `AUTO_BLOCK_RAM_BUDGET`, else the largest.
     ///
     /// Up to `AUTO_SEGMENTED_INDEX_BYTES` of index: `AUTO_SEGMENTED_BLOCK_SIZE`. Above, the
-    /// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the budget: small blocks cost a probe
+    /// smallest of [`AUTO_BLOCK_SIZES`](crate::Design::AUTO_BLOCK_SIZES) whose last keys fit the
+    /// budget: small blocks cost a probe
     /// the fewest cache lines and the cheapest first crc check, but the in-memory last-key array
     /// (and its directory) costs about 12 bytes per block per table, which at billions of keys is
     /// gigabytes; there larger blocks keep the index's memory small. Segments make a probe's

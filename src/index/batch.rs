@@ -156,7 +156,8 @@ pub struct BatchResult {
 /// for all flips, not one per flip, so that the join follows one pointer per table whatever
 /// the design's probe radius: with a list per flip, every stored key stepped the pointers of
 /// all of them (33 a table for m2c1r1) and every wanted prefix took the least of their heads,
-/// 1.17x the time of the batch before the lists were merged, at 1M keys (docs/log/benchmarks.md, “one probe list per table”).
+/// 1.17x the time of the batch before the lists were merged, at 1M keys (docs/log/benchmarks.md,
+/// “one probe list per table”).
 type ProbeList = Vec<(u64, u64)>;
 
 /// Merge-join state over one table's probe list: a pointer that only moves forward.

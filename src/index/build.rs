@@ -78,7 +78,8 @@ pub struct BuildOptions {
     pub k: u32,
     /// The design.
     pub design: DesignChoice,
-    /// Block size of every table; `None` picks [`Design::auto_block_size`](crate::Design::auto_block_size).
+    /// Block size of every table; `None` picks
+    /// [`Design::auto_block_size`](crate::Design::auto_block_size).
     pub block_size: Option<u32>,
     /// Keys per segment of every table (0: none, format 1; else format 3, exactly S keys a
     /// segment); `None` picks `crate::design::auto_segment_keys` for the block size, and

@@ -29,10 +29,12 @@ pub struct QueryCounters {
 ///
 /// With one set, every query of every thread wrote the same line: two threads calling `near`
 /// on two cores made 0.91x the queries per second they made with no counting at all, and 0.97x
-/// with shards (medians of six runs, docs/log/benchmarks.md, “an A/B harness”). A thread that holds one of the
+/// with shards (medians of six runs, docs/log/benchmarks.md, “an A/B harness”). A thread that
+/// holds one of the
 /// [`OWNED_SHARDS`] alone (a `Slot`) adds with plain loads and stores, since no other thread
 /// writes its lines: five locked adds a call cost a `near` at 1M keys about 4% of its time
-/// (B/A 0.96 without them, the log's “where the last levers went”). Threads beyond those share the last [`SHARED_SHARDS`]
+/// (B/A 0.96 without them, the log's “where the last levers went”). Threads beyond those share the
+/// last [`SHARED_SHARDS`]
 /// with atomic adds. Either way every count is exact.
 #[derive(Debug)]
 pub(crate) struct AtomicCounters {

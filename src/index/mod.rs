@@ -151,7 +151,8 @@ pub struct OpenOptions {
     /// A mapped index otherwise takes a page fault the first time each page is touched: a
     /// minor fault (the page is cached, only the mapping is missing) is not free, and a query
     /// touches t random pages, so a fresh process with a warm page cache spends a good part of
-    /// its first queries' time mapping pages (measured in docs/log/benchmarks.md). Populating pays that
+    /// its first queries' time mapping pages (measured in docs/log/benchmarks.md). Populating pays
+    /// that
     /// once, up front (a sequential read of what is not cached), and keeps latency flat from
     /// the first query: for services that open once and query for long. It also checks every
     /// block's crc32 at open, which a reader otherwise does the first time a query reads the

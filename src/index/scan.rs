@@ -47,7 +47,8 @@ impl<D: AsRef<[u8]> + Sync> Index<D> {
     /// random probes. A design with a probe radius makes 22-33 probes a table (m3c1r1, which
     /// `auto` takes for k = 5 at 10M; m2c1r1): the scan broke even at a six-hundredth as many
     /// queries as keys at 10M, took 0.55x at a hundredth and 0.35-0.63x from 4096 queries at
-    /// 1M (the log's “one probe list per table”); counting entries, not queries, takes it there from a two-hundredth (10M,
+    /// 1M (the log's “one probe list per table”); counting entries, not queries, takes it there
+    /// from a two-hundredth (10M,
     /// m3c1r1: 56k queries) or from `SCAN_MIN` (1M, m2c1r1).
     /// Only for batches of [`SCAN_MIN`] queries or more (a smaller call keeps the latency of a
     /// few queries), while its in-memory probe lists fit in [`SCAN_MEMORY`].

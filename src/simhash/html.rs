@@ -6,7 +6,8 @@
 //! `template`, `nav`, `svg`, `iframe`, `object`, site boilerplate (`header`, `footer`, `aside`,
 //! and the ARIA roles banner, navigation, contentinfo, complementary), and any element that is
 //! hidden: the `hidden` attribute, `aria-hidden="true"`, or an inline style with
-//! `display: none` or `visibility: hidden`. Block-level elements and `<br>` separate words; inline ones do not
+//! `display: none` or `visibility: hidden`. Block-level elements and `<br>` separate words; inline
+//! ones do not
 //! (`<b>wo</b>rd` is one word).
 
 use ego_tree::iter::Edge;

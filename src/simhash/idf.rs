@@ -14,7 +14,8 @@
 //! or out together). What IDF is for — discounting what many documents share (navigation,
 //! boilerplate) — shows in any sample of a few thousand documents, while counting every
 //! shingle of a large corpus costs a pass of tokenizing and a table that grows with it
-//! (docs/log/benchmarks.md). The rule depends on the texts alone, not on their order or on how they are
+//! (docs/log/benchmarks.md). The rule depends on the texts alone, not on their order or on how
+//! they are
 //! split, so `simdex dedup`, `simdex.dedup` and the Spark job learn the same table; a corpus
 //! of at most that many distinct texts is learned whole. Specified in `format-spec/simhash.md`.
 
@@ -116,7 +117,8 @@ pub fn sample_bound(digests: &[u64], size: usize) -> Option<u64> {
         .filter(|_| digests.len() > size)
 }
 
-/// The sample an IDF table is learned from: the documents whose [`digest`](IdfSample::digest)s are the
+/// The sample an IDF table is learned from: the documents whose [`digest`](IdfSample::digest)s are
+/// the
 /// `size` smallest distinct ones, every copy counted. Fed a document at a time in any order,
 /// and [`merge`](Self::merge)d across threads or partitions, it holds at most `size` feature
 /// lists and gives the same table whatever the order; a caller tokenizes only the documents

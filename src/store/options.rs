@@ -23,7 +23,8 @@ pub enum SyncPolicy {
     /// Writes return at once; a background thread syncs the log every interval. Power loss
     /// loses at most the writes of the last interval.
     Group(Duration),
-    /// The log is synced only by [`Store::flush`](super::Store::flush), compaction and closing the store. Power loss
+    /// The log is synced only by [`Store::flush`](super::Store::flush), compaction and closing the
+    /// store. Power loss
     /// loses the writes since the last flush.
     Manual,
 }

@@ -200,7 +200,8 @@ impl Recipe {
     }
 
     /// A recipe whose IDF weights are learned from `sample`, every text of it (by default a
-    /// store is created with its first [`LEARN_DOCS`](crate::Recipe::LEARN_DOCS) documents); a feature counts once per
+    /// store is created with its first [`LEARN_DOCS`](crate::Recipe::LEARN_DOCS) documents); a
+    /// feature counts once per
     /// text.
     pub fn learn<'a>(
         shingle: usize,

@@ -14,7 +14,8 @@
 //! search of the slice's last keys decides. A slice of more blocks than marks keeps the marks
 //! of the last blocks of its groups of `ceil(blocks / MARKS)`, so that its search reads one
 //! or two groups' last keys, not the whole slice (keys with two bits fixed, whose slices
-//! hold ~64 blocks, spent 5.9% of a query in that search: docs/log/benchmarks.md, “a block's first segment
+//! hold ~64 blocks, spent 5.9% of a query in that search: docs/log/benchmarks.md, “a block's first
+//! segment
 //! entered without a decoder”). So a
 //! query asks for every probe's bucket, then every probe's block — two rounds of misses
 //! overlapped across its probes, where a directory of block numbers alone needed a third for

@@ -123,7 +123,8 @@ impl BlockEncoder {
     /// Add `key` (greater than every key added before) to the current block. Returns `Ok(false)`
     /// and changes nothing if the block is non-empty and the key does not fit: the caller then
     /// [`finish`](Self::finish)es the block and adds the key again. Fails if `code` has no code
-    /// for the key's symbol, which only happens when the keys differ from those the code was built on.
+    /// for the key's symbol, which only happens when the keys differ from those the code was built
+    /// on.
     #[inline]
     pub fn push(&mut self, key: u64, code: &Code) -> Result<bool> {
         if self.count == 0 {

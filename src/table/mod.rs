@@ -4,7 +4,8 @@
 //! both share. Every walk over a table's blocks lives here too: `cursor` (one range, a key per
 //! step: the [`Range`] iterator, a probe, batch mode's skip-scan), `multiscan` (a query's
 //! probes over a set of tables, decoded together) and `lanes` (the same, four probes per AVX2
-//! register). Callers hand over key ranges and get keys back; none reads a block. The byte layout is specified in `format-spec/table.md`.
+//! register). Callers hand over key ranges and get keys back; none reads a block. The byte layout
+//! is specified in `format-spec/table.md`.
 
 pub mod builder;
 internal_mod!(format);

@@ -1,7 +1,8 @@
 //! A query's probes decoded four at a time, one per 64-bit lane of an AVX2 register.
 //!
 //! The probes of a query decode independent streams, each a serial chain: load the stream word,
-//! look up the code, shift to the next. The scalar loop (`index::interleave`) takes them in turns and
+//! look up the code, shift to the next. The scalar loop (`index::interleave`) takes them in turns
+//! and
 //! leaves the overlap to the CPU, which at ~65 instructions a key keeps only three or four
 //! chains in flight. A query at a billion keys decodes ~470 keys, and at the ~11 ns a key this
 //! loop costs with everything in cache, that is about half of its time. Here each step
@@ -76,7 +77,8 @@ const MSB: u64 = 1 << 63;
 /// prefetchers, which follow a stream per load instruction. While a lane's load instruction
 /// served a lane of several groups it walked as many streams in turn and the prefetchers lost
 /// them (two groups were 1.3x slower per query than one at 10M, design 4). With one group the
-/// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does (docs/log/benchmarks.md,
+/// hint gains 1-3%, and it keeps the stream ahead whatever the hardware does
+/// (docs/log/benchmarks.md,
 /// “one group of lanes, the stream prefetched”).
 const STREAM_AHEAD: usize = 128;
 

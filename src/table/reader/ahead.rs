@@ -138,7 +138,8 @@ impl<D: AsRef<[u8]>> Table<D> {
 
     /// For a segmented table, once [`prefetch_block`](Self::prefetch_block) of block `i` (in
     /// range) has brought its skip entries: where a scan of `lo` starts decoding
-    /// ([`Segments::find_entry`](crate::table::segment::Segments::find_entry): the segment and what was read of its skip entries), its
+    /// ([`Segments::find_entry`](crate::table::segment::Segments::find_entry): the segment and
+    /// what was read of its skip entries), its
     /// first lines prefetched (a large block's first lines do not hold them), and the block's
     /// segment shape for the decode to [`bind`](Shape::bind) (`None` where its head is not
     /// one: the block decoder names that). Segment 0 for an unsegmented table. A hint: a wrong
@@ -217,7 +218,8 @@ pub(super) fn short_head(h: &crate::table::format::Header) -> bool {
 const SHORT_HEAD_LINES: usize = 2;
 
 /// Cache lines of a block prefetched ahead of its decode: all of a 256-byte block (1 or 2
-/// lines measured no faster at 100M keys, the log's “an A/B harness”; a short head asks for 2, above).
+/// lines measured no faster at 100M keys, the log's “an A/B harness”; a short head asks for 2,
+/// above).
 const PREFETCH_LINES: usize = 4;
 
 /// Cache lines prefetched of a block whose crc this reader has not checked yet: all of a
