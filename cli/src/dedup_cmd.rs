@@ -215,10 +215,7 @@ pub fn dedup(mut a: DedupArgs) -> Result<()> {
                     ids.push(&d.id);
                     fps.push(fp);
                 }
-                (None, Some(v)) => {
-                    featureless += 1;
-                    v.push(None)?;
-                }
+                (None, Some(v)) => v.push(None)?, // counted by the verifier
                 (None, None) => featureless += 1,
             }
             Ok(())

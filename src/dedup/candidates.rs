@@ -94,7 +94,7 @@ impl Candidates {
         parts: usize,
         progress: &ProgressHandle,
     ) -> Result<Vec<crate::index::Pair>> {
-        super::wide::wide_join_part(fps, k, part, parts, progress)
+        WideJoin::new(fps, k)?.part(part, parts, progress)
     }
 
     /// Bytes a candidate pair is counted for while listed: the fingerprint pair (24) while it is

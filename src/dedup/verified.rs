@@ -106,12 +106,6 @@ impl VerifiedDedup {
         })
     }
 
-    /// The shingle set of a text under this verification's tokens (what [`push`](Self::push)
-    /// wants beside a fingerprint; [`Tokens::hash_and_set`] gives both from one tokenizing).
-    pub fn set_of(&self, text: &str) -> Vec<u64> {
-        shingle_set_with(text, TRUTH_SHINGLE, self.tokens)
-    }
-
     /// The next document in input order: its fingerprint and shingle set, or `None` for a
     /// document without any word (it takes part in nothing).
     pub fn push(&mut self, doc: Option<(u64, Vec<u64>)>) -> Result<()> {

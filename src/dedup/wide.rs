@@ -114,17 +114,6 @@ pub fn wide_join(fps: &[u64], k: u32, progress: &ProgressHandle) -> Result<Vec<P
     WideJoin::new(fps, k)?.part(0, 1, progress)
 }
 
-/// The share of `wide_join` that part `part` of `parts` reports (see `WideJoin::part`).
-pub fn wide_join_part(
-    fps: &[u64],
-    k: u32,
-    part: usize,
-    parts: usize,
-    progress: &ProgressHandle,
-) -> Result<Vec<Pair>> {
-    WideJoin::new(fps, k)?.part(part, parts, progress)
-}
-
 /// The block join prepared: its tables built once, its pairs produced whole or in parts (a
 /// caller whose pairs would not fit its memory takes them a part at a time).
 #[derive(Debug)]
@@ -431,7 +420,7 @@ mod tests {
             let got = wide_join(&fps, k, &ProgressHandle::none()).unwrap();
             assert_eq!(got, brute(&fps, k), "k = {k}");
             let mut parts: Vec<Pair> = (0..3)
-                .flat_map(|p| wide_join_part(&fps, k, p, 3, &ProgressHandle::none()).unwrap())
+                .flat_map(|p| WideJoin::new(&fps, k).unwrap().part(p, 3, &ProgressHandle::none()).unwrap())
                 .collect();
             parts.sort_unstable();
             assert_eq!(parts, got, "k = {k}, in 3 parts");

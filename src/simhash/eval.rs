@@ -16,45 +16,6 @@ use rayon::prelude::*;
 #[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
 pub use crate::dedup::verify::{TRUTH_SHINGLE, jaccard, jaccard_at_least, shingle_set};
 
-/// Every pair (i, j), i < j, of non-empty sets with Jaccard ≥ `t` (0 < t ≤ 1), exactly.
-pub fn similar_pairs(sets: &[Vec<u64>], t: f64) -> Vec<(u32, u32)> {
-    let prefix = |s: &[u64]| s.len() - (t * s.len() as f64).ceil() as usize + 1;
-    let mut inverted: HashMap<u64, Vec<u32>> = HashMap::new();
-    for (i, s) in sets.iter().enumerate() {
-        if s.is_empty() {
-            continue;
-        }
-        for &h in &s[..prefix(s).min(s.len())] {
-            inverted.entry(h).or_default().push(i as u32);
-        }
-    }
-    let mut out: Vec<(u32, u32)> = (0..sets.len())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let a = &sets[i];
-            let mut cands: HashSet<u32> = HashSet::new();
-            if !a.is_empty() {
-                for &h in &a[..prefix(a).min(a.len())] {
-                    for &j in &inverted[&h] {
-                        if j as usize > i {
-                            cands.insert(j);
-                        }
-                    }
-                }
-            }
-            cands
-                .into_iter()
-                .filter(move |&j| {
-                    let b = &sets[j as usize];
-                    let (lo, hi) = (a.len().min(b.len()), a.len().max(b.len()));
-                    lo as f64 >= t * hi as f64 && jaccard(a, b) >= t
-                })
-                .map(move |j| (i as u32, j))
-        })
-        .collect();
-    out.sort_unstable();
-    out
-}
 
 /// Precision and recall of "distance ≤ k" at one k.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,12 +38,88 @@ impl Row {
         truth: &HashSet<(u32, u32)>,
         max_k: u32,
     ) -> Vec<Row> {
-        evaluate(fps, skip, truth, max_k)
+        // Pairs by distance (≤ max_k), and how many of them are true.
+        let (all, hits) = (0..fps.len())
+            .into_par_iter()
+            .filter(|i| !skip.contains(&(*i as u32)))
+            .map(|i| {
+                let mut all = vec![0u64; max_k as usize + 1];
+                let mut hits = vec![0u64; max_k as usize + 1];
+                for j in i + 1..fps.len() {
+                    let d = (fps[i] ^ fps[j]).count_ones();
+                    if d <= max_k && !skip.contains(&(j as u32)) {
+                        all[d as usize] += 1;
+                        if truth.contains(&(i as u32, j as u32)) {
+                            hits[d as usize] += 1;
+                        }
+                    }
+                }
+                (all, hits)
+            })
+            .reduce(
+                || (vec![0; max_k as usize + 1], vec![0; max_k as usize + 1]),
+                |(mut a, mut h), (b, g)| {
+                    for d in 0..a.len() {
+                        a[d] += b[d];
+                        h[d] += g[d];
+                    }
+                    (a, h)
+                },
+            );
+        let total = truth.len() as u64;
+        let (mut within, mut tp) = (0u64, 0u64);
+        (0..=max_k)
+            .map(|k| {
+                within += all[k as usize];
+                tp += hits[k as usize];
+                Row {
+                    k,
+                    true_positives: tp,
+                    false_positives: within - tp,
+                    false_negatives: total - tp,
+                }
+            })
+            .collect()
     }
 
     /// Every pair (i, j), i < j, of non-empty sets with Jaccard ≥ `t` (0 < t ≤ 1), exactly.
     pub fn similar_pairs(sets: &[Vec<u64>], t: f64) -> Vec<(u32, u32)> {
-        similar_pairs(sets, t)
+        let prefix = |s: &[u64]| s.len() - (t * s.len() as f64).ceil() as usize + 1;
+        let mut inverted: HashMap<u64, Vec<u32>> = HashMap::new();
+        for (i, s) in sets.iter().enumerate() {
+            if s.is_empty() {
+                continue;
+            }
+            for &h in &s[..prefix(s).min(s.len())] {
+                inverted.entry(h).or_default().push(i as u32);
+            }
+        }
+        let mut out: Vec<(u32, u32)> = (0..sets.len())
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                let a = &sets[i];
+                let mut cands: HashSet<u32> = HashSet::new();
+                if !a.is_empty() {
+                    for &h in &a[..prefix(a).min(a.len())] {
+                        for &j in &inverted[&h] {
+                            if j as usize > i {
+                                cands.insert(j);
+                            }
+                        }
+                    }
+                }
+                cands
+                    .into_iter()
+                    .filter(move |&j| {
+                        let b = &sets[j as usize];
+                        let (lo, hi) = (a.len().min(b.len()), a.len().max(b.len()));
+                        lo as f64 >= t * hi as f64 && jaccard(a, b) >= t
+                    })
+                    .map(move |j| (i as u32, j))
+            })
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// tp / (tp + fp); `None` when nothing is within k.
@@ -98,56 +135,6 @@ impl Row {
     }
 }
 
-/// Rows for k = 0..=max_k: every pair of `fps` (excluding indexes in `skip`) against `truth`.
-pub fn evaluate(
-    fps: &[u64],
-    skip: &HashSet<u32>,
-    truth: &HashSet<(u32, u32)>,
-    max_k: u32,
-) -> Vec<Row> {
-    // Pairs by distance (≤ max_k), and how many of them are true.
-    let (all, hits) = (0..fps.len())
-        .into_par_iter()
-        .filter(|i| !skip.contains(&(*i as u32)))
-        .map(|i| {
-            let mut all = vec![0u64; max_k as usize + 1];
-            let mut hits = vec![0u64; max_k as usize + 1];
-            for j in i + 1..fps.len() {
-                let d = (fps[i] ^ fps[j]).count_ones();
-                if d <= max_k && !skip.contains(&(j as u32)) {
-                    all[d as usize] += 1;
-                    if truth.contains(&(i as u32, j as u32)) {
-                        hits[d as usize] += 1;
-                    }
-                }
-            }
-            (all, hits)
-        })
-        .reduce(
-            || (vec![0; max_k as usize + 1], vec![0; max_k as usize + 1]),
-            |(mut a, mut h), (b, g)| {
-                for d in 0..a.len() {
-                    a[d] += b[d];
-                    h[d] += g[d];
-                }
-                (a, h)
-            },
-        );
-    let total = truth.len() as u64;
-    let (mut within, mut tp) = (0u64, 0u64);
-    (0..=max_k)
-        .map(|k| {
-            within += all[k as usize];
-            tp += hits[k as usize];
-            Row {
-                k,
-                true_positives: tp,
-                false_positives: within - tp,
-                false_negatives: total - tp,
-            }
-        })
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -177,7 +164,7 @@ mod tests {
                 })
                 .map(|(i, j)| (i as u32, j as u32))
                 .collect();
-            assert_eq!(similar_pairs(&sets, t), want, "t = {t}");
+            assert_eq!(Row::similar_pairs(&sets, t), want, "t = {t}");
         }
     }
 
@@ -215,7 +202,7 @@ mod tests {
     fn rows_count_pairs_by_distance() {
         let fps = [0u64, 1, 3, 0xFF];
         let truth: HashSet<(u32, u32)> = [(0, 1), (0, 3)].into();
-        let rows = evaluate(&fps, &HashSet::new(), &truth, 2);
+        let rows = Row::evaluate(&fps, &HashSet::new(), &truth, 2);
         // Distances: (0,1)=1 (0,2)=2 (1,2)=1 (0,3)=8 (1,3)=7 (2,3)=6.
         assert_eq!(rows[0].true_positives + rows[0].false_positives, 0);
         assert_eq!((rows[1].true_positives, rows[1].false_positives), (1, 1));

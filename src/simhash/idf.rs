@@ -10,7 +10,7 @@
 //! `FEATURE_HASH_HEX<TAB>WEIGHT` lines in ascending hash order.
 //!
 //! **What a corpus's table is learned from** ([`IdfSample`]): at most [`IDF_SAMPLE_DOCS`]
-//! documents, those whose texts have the smallest [`text_digest`]s (every copy of a text is in
+//! documents, those whose texts have the smallest [`IdfSample::digest`]s (every copy of a text is in
 //! or out together). What IDF is for — discounting what many documents share (navigation,
 //! boilerplate) — shows in any sample of a few thousand documents, while counting every
 //! shingle of a large corpus costs a pass of tokenizing and a table that grows with it
@@ -96,30 +96,8 @@ impl Hasher for MixedHasher {
 /// The most documents an IDF table is learned from by default (see the module docs).
 pub const IDF_SAMPLE_DOCS: usize = 20_000;
 
-/// The digest that decides whether a document is in a corpus's IDF sample: xxh3-64 (seed 0) of
-/// its text's UTF-8 bytes as given (for HTML, the page, not its visible text).
-pub fn text_digest(text: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
-}
-
-/// The bound of the IDF sample of a corpus whose texts have these digests: the largest of the
-/// `size` smallest distinct digests (`None` when there are at most `size`: every document is
-/// in). For learners that can see all digests before tokenizing (texts in memory, a
-/// distributed corpus): they then count exactly the documents at or below it.
-pub fn sample_bound(digests: &[u64], size: usize) -> Option<u64> {
-    let size = size.max(1);
-    let mut digests = digests.to_vec();
-    digests.sort_unstable();
-    digests.dedup();
-    digests
-        .get(size - 1)
-        .copied()
-        .filter(|_| digests.len() > size)
-}
-
-/// The sample an IDF table is learned from: the documents whose [`digest`](IdfSample::digest)s are
-/// the
-/// `size` smallest distinct ones, every copy counted. Fed a document at a time in any order,
+/// The sample an IDF table is learned from: the documents whose
+/// [`digest`](IdfSample::digest)s are the `size` smallest distinct ones, every copy counted. Fed a document at a time in any order,
 /// and [`merge`](Self::merge)d across threads or partitions, it holds at most `size` feature
 /// lists and gives the same table whatever the order; a caller tokenizes only the documents
 /// it [`wants`](Self::wants).
@@ -136,7 +114,7 @@ impl IdfSample {
     /// The digest that decides whether a document is in a corpus's IDF sample: xxh3-64 (seed 0) of
     /// its text's UTF-8 bytes as given (for HTML, the page, not its visible text).
     pub fn digest(text: &str) -> u64 {
-        text_digest(text)
+        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
     }
 
     /// The bound of the IDF sample of a corpus whose texts have these digests: the largest of the
@@ -144,7 +122,14 @@ impl IdfSample {
     /// in). For learners that can see all digests before tokenizing (texts in memory, a
     /// distributed corpus): they then count exactly the documents at or below it.
     pub fn bound_of(digests: &[u64], size: usize) -> Option<u64> {
-        sample_bound(digests, size)
+        let size = size.max(1);
+        let mut digests = digests.to_vec();
+        digests.sort_unstable();
+        digests.dedup();
+        digests
+            .get(size - 1)
+            .copied()
+            .filter(|_| digests.len() > size)
     }
 
     /// The most documents an IDF table is learned from by default (see the module docs).

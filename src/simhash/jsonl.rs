@@ -26,19 +26,38 @@ pub enum Line {
 impl Line {
     /// Apply the rule to one line (without its line terminator; a trailing `\r` is whitespace).
     pub fn parse(line: &str) -> Line {
-        parse_line(line)
+        if line.trim().is_empty() {
+            return Line::Blank;
+        }
+        match parse(line) {
+            Ok((id, text)) => Line::Doc { id, text },
+            Err(why) => Line::Bad(why),
+        }
     }
 
     /// [`Line::parse`] of raw bytes: bytes that are not UTF-8 make a bad line naming the column.
     pub fn parse_bytes(line: &[u8]) -> Line {
-        parse_bytes(line)
+        match std::str::from_utf8(line) {
+            Ok(l) => Line::parse(l),
+            Err(e) => Line::Bad(format!(
+                "not UTF-8 (invalid byte at column {})",
+                e.valid_up_to() + 1
+            )),
+        }
     }
 
     /// A name for a bad line where no line number travels with it (the Spark job's `bad` rows):
     /// its `"id"` as JSON text (so a tab or newline in it stays visible and the row one line),
     /// else the line's first 80 characters, escaped the same way.
     pub fn label(line: &str) -> String {
-        bad_line_label(line)
+        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(line)
+            && let Some(id) = o.get("id")
+        {
+            return id.to_string();
+        }
+        let head: String = line.chars().take(80).collect();
+        let more = if head.len() < line.len() { "…" } else { "" };
+        format!("line {}{more}", Value::String(head))
     }
 }
 
@@ -117,7 +136,7 @@ mod tests {
     use super::*;
 
     fn bad(l: &str) -> String {
-        match parse_line(l) {
+        match Line::parse(l) {
             Line::Bad(w) => w,
             other => panic!("{l:?} gave {other:?}"),
         }
@@ -129,13 +148,13 @@ mod tests {
             id: id.into(),
             text: text.into(),
         };
-        assert_eq!(parse_line(r#"{"id": 5, "text": "a b"}"#), doc("5", "a b"));
-        assert_eq!(parse_line(r#"{"id": -5, "text": ""}"#), doc("-5", ""));
+        assert_eq!(Line::parse(r#"{"id": 5, "text": "a b"}"#), doc("5", "a b"));
+        assert_eq!(Line::parse(r#"{"id": -5, "text": ""}"#), doc("-5", ""));
         assert_eq!(
-            parse_line(r#"{"id": 18446744073709551615, "text": "x"}"#),
+            Line::parse(r#"{"id": 18446744073709551615, "text": "x"}"#),
             doc("18446744073709551615", "x")
         );
-        assert_eq!(parse_line(" \t\r"), Line::Blank);
+        assert_eq!(Line::parse(" \t\r"), Line::Blank);
         assert!(bad(r#"{"id": 5.5, "text": "x"}"#).contains("not an integer"));
         assert!(bad(r#"{"id": 18446744073709551616, "text": "x"}"#).contains("not an integer"));
         assert!(bad(r#"{"id": true, "text": "x"}"#).contains("neither"));
@@ -164,7 +183,7 @@ mod tests {
             "\"id\" contains a tab or newline"
         );
         assert!(
-            matches!(parse_bytes(b"{\"id\": \"\xff\"}"), Line::Bad(w) if w.contains("column 9"))
+            matches!(Line::parse_bytes(b"{\"id\": \"\xff\"}"), Line::Bad(w) if w.contains("column 9"))
         );
     }
 }

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 #[allow(unused_imports)] // the `internals` feature's users (tests, benches) take these
-pub use idf::{DfCounter, IDF_SAMPLE_DOCS, IdfSample, IdfTable, sample_bound, text_digest};
+pub use idf::{DfCounter, IDF_SAMPLE_DOCS, IdfSample, IdfTable};
 
 /// Seed of the feature hash: xxh3-64 with this seed (the bytes of "simdex\0\x01", big-endian).
 pub const FEATURE_SEED: u64 = 0x7369_6d64_6578_0001;

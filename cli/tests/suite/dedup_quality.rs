@@ -40,7 +40,7 @@ fn corpus(pages: usize, seed: u64) -> (Vec<(String, String)>, Pairs, Pairs) {
         .iter()
         .map(|(_, t)| eval::shingle_set(t, eval::TRUTH_SHINGLE))
         .collect();
-    let truth = eval::similar_pairs(&sets, 0.9)
+    let truth = eval::Row::similar_pairs(&sets, 0.9)
         .into_iter()
         .map(|(i, j)| (out[i as usize].0.clone(), out[j as usize].0.clone()))
         .collect();
@@ -195,7 +195,7 @@ fn copies_cost_no_pairs_and_pairs_stream_in_order_within_mem() {
         .lines()
         .map(|l| u64::from_str_radix(l.split('\t').next().unwrap(), 16).unwrap())
         .collect();
-    let truth: Vec<(usize, usize)> = eval::similar_pairs(&sets, 0.9)
+    let truth: Vec<(usize, usize)> = eval::Row::similar_pairs(&sets, 0.9)
         .into_iter()
         .map(|(i, j)| (i.min(j) as usize, i.max(j) as usize))
         .filter(|&(i, j)| (fps[i] ^ fps[j]).count_ones() <= 11)
