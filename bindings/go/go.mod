@@ -1,0 +1,3 @@
+module simdex.dev/simdex
+
+go 1.19
