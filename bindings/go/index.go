@@ -79,9 +79,6 @@ func (ix *Index) Close() error {
 	return nil
 }
 
-// nearCap is the buffer a single query starts with: most queries match fewer.
-const nearCap = 16
-
 // Near returns every stored fingerprint within k bits of fp (KDefault: the design's k), by
 // distance then value.
 func (ix *Index) Near(fp uint64, k uint32) (Matches, error) {
@@ -89,8 +86,9 @@ func (ix *Index) Near(fp uint64, k uint32) (Matches, error) {
 		return Matches{}, err
 	}
 	defer ix.leave()
-	fps := make([]uint64, nearCap)
-	ds := make([]uint32, nearCap)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	fps, ds := sc.fps[:], sc.ds[:]
 	for {
 		var n C.size_t
 		var msg *C.char
@@ -101,7 +99,10 @@ func (ix *Index) Near(fp uint64, k uint32) (Matches, error) {
 			return Matches{}, err
 		}
 		if int(n) <= len(fps) {
-			return Matches{Fingerprints: fps[:n], Distances: ds[:n]}, nil
+			return Matches{
+				Fingerprints: append([]uint64(nil), fps[:n]...),
+				Distances:    append([]uint32(nil), ds[:n]...),
+			}, nil
 		}
 		fps, ds = make([]uint64, n), make([]uint32, n)
 	}

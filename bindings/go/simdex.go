@@ -169,6 +169,17 @@ func strs(v []string) (*C.simdex_str, unsafe.Pointer) {
 	return (*C.simdex_str)(mem), mem
 }
 
+// scratch is where a single query's answers land before they are copied out at their size: most
+// queries match a few fingerprints, and two allocations of a fixed capacity per call cost more
+// than the call into C.
+type scratch struct {
+	fps [64]uint64
+	ds  [64]uint32
+	ids [64]uint64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // Rows are the answers to a batch of queries, as columns: the rows of query q are
 // Offsets[q]:Offsets[q+1] of Fingerprints, Distances and IDs (IDs nil for an index), by
 // distance, then fingerprint, then id.

@@ -186,7 +186,9 @@ func (s *Store) Near(fp uint64, k uint32) (Matches, error) {
 		return Matches{}, err
 	}
 	defer s.leave()
-	fps, ds, ids := make([]uint64, nearCap), make([]uint32, nearCap), make([]uint64, nearCap)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	fps, ds, ids := sc.fps[:], sc.ds[:], sc.ids[:]
 	for {
 		var n C.size_t
 		var msg *C.char
@@ -197,7 +199,11 @@ func (s *Store) Near(fp uint64, k uint32) (Matches, error) {
 			return Matches{}, err
 		}
 		if int(n) <= len(fps) {
-			return Matches{Fingerprints: fps[:n], Distances: ds[:n], IDs: ids[:n]}, nil
+			return Matches{
+				Fingerprints: append([]uint64(nil), fps[:n]...),
+				Distances:    append([]uint32(nil), ds[:n]...),
+				IDs:          append([]uint64(nil), ids[:n]...),
+			}, nil
 		}
 		fps, ds, ids = make([]uint64, n), make([]uint32, n), make([]uint64, n)
 	}
