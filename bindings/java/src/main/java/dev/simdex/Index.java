@@ -2,8 +2,6 @@ package dev.simdex;
 
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
-import com.sun.jna.ptr.IntByReference;
-import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.util.Arrays;
 
@@ -59,10 +57,10 @@ public final class Index extends Handle {
             while (true) {
                 long[] fps = new long[cap];
                 int[] ds = new int[cap];
-                LongByReference len = new LongByReference();
-                PointerByReference err = new PointerByReference();
+                long[] len = new long[1];
+                long[] err = new long[1];
                 Native.check(Native.simdex_index_near(p, fp, k, fps, ds, cap, len, err), err);
-                int n = (int) len.getValue();
+                int n = (int) len[0];
                 if (n <= cap) {
                     return new Matches(Arrays.copyOf(fps, n), Arrays.copyOf(ds, n), null);
                 }
@@ -77,10 +75,10 @@ public final class Index extends Handle {
     public boolean hasNear(long fp, int k) {
         Pointer p = enter();
         try {
-            IntByReference found = new IntByReference();
-            PointerByReference err = new PointerByReference();
+            int[] found = new int[1];
+            long[] err = new long[1];
             Native.check(Native.simdex_index_has_near(p, fp, k, found, err), err);
-            return found.getValue() != 0;
+            return found[0] != 0;
         } finally {
             leave();
         }

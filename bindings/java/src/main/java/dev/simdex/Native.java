@@ -39,10 +39,12 @@ final class Native {
     static native int simdex_index_open(byte[] path, int flags, PointerByReference out,
             PointerByReference err);
     static native int simdex_index_close(Pointer index);
+    // The single queries take their out-parameters as one-element arrays: JNA passes primitive
+    // arrays without the native allocation a ByReference makes (about a microsecond a call).
     static native int simdex_index_near(Pointer index, long fp, int k, long[] fps, int[] dists,
-            long cap, LongByReference len, PointerByReference err);
-    static native int simdex_index_has_near(Pointer index, long fp, int k, IntByReference found,
-            PointerByReference err);
+            long cap, long[] len, long[] err);
+    static native int simdex_index_has_near(Pointer index, long fp, int k, int[] found,
+            long[] err);
     static native int simdex_index_near_many(Pointer index, long[] fps, long n, int k,
             Pointer cancel, PointerByReference out, PointerByReference err);
     static native int simdex_index_get_stats(Pointer index, Pointer out, PointerByReference err);
@@ -71,9 +73,9 @@ final class Native {
     static native int simdex_store_delete(Pointer store, long[] ids, long n, Pointer cancel,
             PointerByReference err);
     static native int simdex_store_near(Pointer store, long fp, int k, long[] fps, int[] dists,
-            long[] ids, long cap, LongByReference len, PointerByReference err);
-    static native int simdex_store_has_near(Pointer store, long fp, int k, IntByReference found,
-            PointerByReference err);
+            long[] ids, long cap, long[] len, long[] err);
+    static native int simdex_store_has_near(Pointer store, long fp, int k, int[] found,
+            long[] err);
     static native int simdex_store_near_many(Pointer store, long[] fps, long n, int k,
             Pointer cancel, PointerByReference out, PointerByReference err);
     static native int simdex_store_flush(Pointer store, PointerByReference err);
@@ -99,6 +101,20 @@ final class Native {
         String message = "error " + status;
         Pointer p = err.getValue();
         if (p != null) {
+            message = p.getString(0, "UTF-8");
+            simdex_string_free(p);
+        }
+        throw new SimdexException(status, message);
+    }
+
+    /** {@link #check} for an error message passed back in a one-element array. */
+    static void check(int status, long[] err) {
+        if (status == 0) {
+            return;
+        }
+        String message = "error " + status;
+        if (err[0] != 0) {
+            Pointer p = new Pointer(err[0]);
             message = p.getString(0, "UTF-8");
             simdex_string_free(p);
         }

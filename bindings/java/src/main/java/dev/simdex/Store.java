@@ -104,10 +104,10 @@ public final class Store extends Handle {
                 long[] fps = new long[cap];
                 int[] ds = new int[cap];
                 long[] ids = new long[cap];
-                LongByReference len = new LongByReference();
-                PointerByReference err = new PointerByReference();
+                long[] len = new long[1];
+                long[] err = new long[1];
                 Native.check(Native.simdex_store_near(p, fp, k, fps, ds, ids, cap, len, err), err);
-                int n = (int) len.getValue();
+                int n = (int) len[0];
                 if (n <= cap) {
                     return new Matches(Arrays.copyOf(fps, n), Arrays.copyOf(ds, n), Arrays.copyOf(ids, n));
                 }
@@ -122,10 +122,10 @@ public final class Store extends Handle {
     public boolean hasNear(long fp, int k) {
         Pointer p = enter();
         try {
-            IntByReference found = new IntByReference();
-            PointerByReference err = new PointerByReference();
+            int[] found = new int[1];
+            long[] err = new long[1];
             Native.check(Native.simdex_store_has_near(p, fp, k, found, err), err);
-            return found.getValue() != 0;
+            return found[0] != 0;
         } finally {
             leave();
         }
