@@ -9,6 +9,7 @@ import "C"
 import (
 	"context"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
@@ -147,4 +148,33 @@ func (s *Store) Simhash(text string) (uint64, bool, error) {
 	err := check(C.simdex_store_simhash(s.c, ct, C.size_t(len(text)), &fp, &words, &msg), msg)
 	runtime.KeepAlive(text)
 	return uint64(fp), words != 0, err
+}
+
+// ExpireBefore deletes every document stored before t (by the writer's clock; a document
+// ingested again was stored then); it returns how many. Only a store created with Exact knows
+// when its documents were stored: elsewhere it is an error (delete by id instead). The next
+// Compact reclaims their space.
+func (s *Store) ExpireBefore(t time.Time) (uint64, error) {
+	ms := t.UnixMilli()
+	if ms < 0 {
+		ms = 0
+	}
+	return s.expire(C.SIMDEX_EXPIRE_STORED_BEFORE, uint64(ms))
+}
+
+// ExpireSeqBelow deletes every document whose sequence number (1, 2, ... in the order they
+// were stored) is below seq; it returns how many.
+func (s *Store) ExpireSeqBelow(seq uint64) (uint64, error) {
+	return s.expire(C.SIMDEX_EXPIRE_SEQ_BELOW, seq)
+}
+
+func (s *Store) expire(by C.uint32_t, bound uint64) (uint64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	var n C.uint64_t
+	var msg *C.char
+	err := check(C.simdex_store_expire(s.c, by, C.uint64_t(bound), &n, &msg), msg)
+	return uint64(n), err
 }

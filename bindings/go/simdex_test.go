@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func splitmix64(s *uint64) uint64 {
@@ -298,6 +299,21 @@ func TestDocumentStoreGivesTheRustAnswers(t *testing.T) {
 	defer s.Close()
 	if got := runDocs(t, s, "new-", 0, 1000, false); got != 0x2119b88688d9bbd6 {
 		t.Fatalf("check digest after reopening %#x", got)
+	}
+	st, _ := s.Stats()
+	first, err := s.ExpireSeqBelow(2000)
+	if err != nil || first == 0 || first >= 2000 {
+		t.Fatalf("expired %d below seq 2000: %v", first, err)
+	}
+	rest, err := s.ExpireBefore(time.Now().Add(time.Hour))
+	if err != nil || first+rest != st.Documents {
+		t.Fatalf("expired %d + %d of %d: %v", first, rest, st.Documents, err)
+	}
+	if _, err := s.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(); st.Documents != 0 {
+		t.Fatalf("%d documents after expiring all", st.Documents)
 	}
 }
 

@@ -582,6 +582,31 @@ simdex_status simdex_store_delete_documents(
     char **err);
 
 /*
+ * `simdex_store_expire`: documents stored before `bound` milliseconds since the Unix epoch (by
+ * the writer's clock; a document ingested again was stored when it was ingested again).
+ */
+#define SIMDEX_EXPIRE_STORED_BEFORE 1
+
+/*
+ * `simdex_store_expire`: documents whose sequence number is below `bound` (the store's
+ * documents are numbered 1, 2, ... in the order they were stored).
+ */
+#define SIMDEX_EXPIRE_SEQ_BELOW 2
+
+/*
+ * Delete every document `by` and `bound` cover (a `SIMDEX_EXPIRE_` kind); `*expired` (may be
+ * NULL) is how many. Only a store created with exact verification knows when its documents
+ * were stored; on others this is an argument error (delete by id instead). The next
+ * compaction reclaims their space; no answer names them from the call on. Thread-safe.
+ */
+simdex_status simdex_store_expire(
+    const simdex_store *store,
+    uint32_t by,
+    uint64_t bound,
+    uint64_t *expired,
+    char **err);
+
+/*
  * The fingerprint a document store gives `text` (`len` bytes of UTF-8) under its recipe: the
  * one `simdex_store_ingest` stores, for `simdex_store_near`. `*has_words` (may be NULL) is 0
  * for a text without words, whose fingerprint is 0 and which ingest calls empty. Thread-safe.

@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use simdex::{DocId, Document, IngestOptions, SimhashOptions, Simhasher};
+use simdex::{DocId, Document, Expiry, IngestOptions, SimhashOptions, Simhasher};
 
 use crate::ffi::*;
 use crate::results::{simdex_verdicts, verdicts_into_raw};
@@ -160,6 +160,42 @@ pub unsafe extern "C" fn simdex_store_delete_documents(
             }
             if !deleted.is_null() {
                 *deleted = count;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `simdex_store_expire`: documents stored before `bound` milliseconds since the Unix epoch (by
+/// the writer's clock; a document ingested again was stored when it was ingested again).
+pub const SIMDEX_EXPIRE_STORED_BEFORE: u32 = 1;
+/// `simdex_store_expire`: documents whose sequence number is below `bound` (the store's
+/// documents are numbered 1, 2, ... in the order they were stored).
+pub const SIMDEX_EXPIRE_SEQ_BELOW: u32 = 2;
+
+/// Delete every document `by` and `bound` cover (a `SIMDEX_EXPIRE_` kind); `*expired` (may be
+/// NULL) is how many. Only a store created with exact verification knows when its documents
+/// were stored; on others this is an argument error (delete by id instead). The next
+/// compaction reclaims their space; no answer names them from the call on. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simdex_store_expire(
+    store: *const simdex_store,
+    by: u32,
+    bound: u64,
+    expired: *mut u64,
+    err: *mut *mut c_char,
+) -> simdex_status {
+    unsafe {
+        guard(err, || {
+            let s = store_arg(store)?;
+            let expiry = match by {
+                SIMDEX_EXPIRE_STORED_BEFORE => Expiry::StoredBefore(bound),
+                SIMDEX_EXPIRE_SEQ_BELOW => Expiry::SeqBelow(bound),
+                other => return invalid(format!("unknown expiry kind {other}")),
+            };
+            let n = s.inner.writer()?.expire(expiry)?;
+            if !expired.is_null() {
+                *expired = n;
             }
             Ok(())
         })

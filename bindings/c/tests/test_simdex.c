@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "simdex.h"
 
@@ -320,6 +321,7 @@ static void test_store(void) {
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "not a simdex_store",
           simdex_store_near((const simdex_store *)f, 1, 3, f, d, id, 4, &len, ERR));
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "no recipe", simdex_store_simhash(st, "a b c", 5, f, NULL, ERR));
+    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "shingle sets", simdex_store_expire(st, SIMDEX_EXPIRE_SEQ_BELOW, 5, NULL, ERR));
     simdex_verdicts *v = NULL;
     simdex_str doc = {"x", 1};
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "", simdex_store_ingest(st, &doc, &doc, 1, NAN, SIMDEX_K_DEFAULT, 0, NULL, &v, ERR));
@@ -508,6 +510,28 @@ static void test_documents(void) {
     OK(simdex_store_close(st, ERR));
     OK(simdex_store_open(dir, NULL, &st, ERR));
     CHECK(run_docs(st, "new-", 0, 1000, 0) == 0x2119b88688d9bbd6ULL);
+
+    /* Expiry: by sequence number, then by time (everything was stored before now + 1 hour). */
+    uint64_t first = 0, rest = 0, before = stats.documents;
+    OK(simdex_store_expire(st, SIMDEX_EXPIRE_SEQ_BELOW, 2000, &first, ERR));
+    CHECK(first > 0 && first < 2000);
+    OK(simdex_store_compact(st, NULL, NULL, ERR));
+    OK(simdex_store_get_stats(st, &stats, ERR));
+    CHECK(stats.documents == before - first);
+    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "expiry kind", simdex_store_expire(st, 7, 0, NULL, ERR));
+    uint64_t later = (uint64_t)time(NULL) * 1000 + 3600000;
+    OK(simdex_store_expire(st, SIMDEX_EXPIRE_STORED_BEFORE, later, &rest, ERR));
+    OK(simdex_store_compact(st, NULL, NULL, ERR));
+    OK(simdex_store_get_stats(st, &stats, ERR));
+    CHECK(stats.documents == 0 && first + rest == before);
+    simdex_verdicts *none = NULL;
+    simdex_str id0 = {"again", 5};
+    char *t1 = corpus_text(1);
+    simdex_str text1 = {t1, strlen(t1)};
+    OK(simdex_store_check(st, &id0, &text1, 1, 0.85, SIMDEX_K_DEFAULT, 0, NULL, &none, ERR));
+    CHECK(none->kinds[0] == SIMDEX_VERDICT_NEW); /* nothing left to match */
+    simdex_verdicts_free(none);
+    free(t1);
     OK(simdex_store_close(st, ERR));
 }
 

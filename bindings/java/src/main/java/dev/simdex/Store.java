@@ -237,6 +237,33 @@ public final class Store extends Handle {
     }
 
     /**
+     * Delete every document stored before {@code t} (by the writer's clock; a document ingested
+     * again was stored then); how many. Only a store created with exact verification knows when
+     * its documents were stored: elsewhere this throws (delete by id instead). The next compaction
+     * reclaims their space.
+     */
+    public long expireBefore(java.time.Instant t) {
+        return expire(1, Math.max(0, t.toEpochMilli()));
+    }
+
+    /** Delete every document whose sequence number (1, 2, ... as stored) is below seq; how many. */
+    public long expireSeqBelow(long seq) {
+        return expire(2, seq);
+    }
+
+    private long expire(int by, long bound) {
+        Pointer p = enter();
+        try {
+            LongByReference n = new LongByReference();
+            PointerByReference err = new PointerByReference();
+            Native.check(Native.simdex_store_expire(p, by, bound, n, err), err);
+            return n.getValue();
+        } finally {
+            leave();
+        }
+    }
+
+    /**
      * The fingerprint this document store gives text (the one ingest stores), or null for a
      * text without words.
      */

@@ -216,6 +216,13 @@ class SimdexTest {
         }
         try (Store s = Store.open(dir, new StoreOptions())) {
             assertEquals(0x2119b88688d9bbd6L, runDocs(s, "new-", 0, 1000, false));
+            long stored = s.stats().documents;
+            long first = s.expireSeqBelow(2000);
+            assertTrue(first > 0 && first < 2000, "expired " + first);
+            long rest = s.expireBefore(java.time.Instant.now().plusSeconds(3600));
+            assertEquals(stored, first + rest);
+            s.compact(null);
+            assertEquals(0, s.stats().documents);
         }
     }
 
