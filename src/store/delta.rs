@@ -143,8 +143,16 @@ impl Layer {
     }
 
     /// Put a document: `(fp, id)` and `doc`; if `replaces`, the id's pairs and document (here
-    /// and below) go first.
-    pub fn put_doc(&mut self, fp: u64, id: u64, replaces: bool, doc: DocMeta) {
+    /// and below) go first. `prefix`: its set's indexed prefix, if the caller has it (else it
+    /// is computed here, on the writer's thread).
+    pub fn put_doc(
+        &mut self,
+        fp: u64,
+        id: u64,
+        replaces: bool,
+        doc: DocMeta,
+        prefix: Option<&[u64]>,
+    ) {
         if replaces {
             self.delete(id);
             self.ops -= 1;
@@ -158,7 +166,15 @@ impl Layer {
             self.ops += s.hashes.len() as u64 / 32 + DOC_OPS;
         }
         if let (Some(p), Some(set)) = (&self.prefixer, &doc.set) {
-            for t in p.indexed(&set.hashes) {
+            let computed;
+            let prefix = match prefix {
+                Some(x) => x,
+                None => {
+                    computed = p.indexed(&set.hashes);
+                    &computed
+                }
+            };
+            for &t in prefix {
                 self.tokens.insert(t, id);
             }
         }
@@ -294,7 +310,7 @@ mod tests {
             set: None,
         };
         let mut l = Layer::new(Vec::new());
-        l.put_doc(7, 100, false, doc.clone());
+        l.put_doc(7, 100, false, doc.clone(), None);
         for start in 69..=100 {
             assert!(l.touches(start), "{start}");
         }
@@ -303,7 +319,7 @@ mod tests {
         assert!(l.touches(u64::MAX - 3) && l.touches(u64::MAX));
         // A window that wraps reaches span 0 too.
         let mut w = Layer::new(Vec::new());
-        w.put_doc(7, 2, false, doc);
+        w.put_doc(7, 2, false, doc, None);
         assert!(w.touches(u64::MAX - 5));
         let mut a = Layer::new(Vec::new());
         a.absorb(&w);

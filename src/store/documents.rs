@@ -384,6 +384,7 @@ impl Store {
                 id: n,
                 replaces: exists,
                 doc: meta,
+                prefix: h.prefix.map(Vec::into_boxed_slice),
             });
         }
         if store && !puts.is_empty() {

@@ -68,6 +68,9 @@ pub struct Put {
     pub replaces: bool,
     /// The document.
     pub doc: DocMeta,
+    /// Its set's indexed prefix, when the writer has it at hand (a replay computes it again):
+    /// not logged.
+    pub prefix: Option<Box<[u64]>>,
 }
 
 impl Record {
@@ -203,6 +206,7 @@ fn decode_docs(n: usize, mut body: &[u8], sets: bool) -> Option<Vec<Put>> {
             id,
             replaces,
             doc,
+            prefix: None,
         });
     }
     body.is_empty().then_some(out)

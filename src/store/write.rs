@@ -142,7 +142,7 @@ pub(crate) fn apply(layer: &mut Layer, rec: &Record) {
         }
         Record::Docs(docs) => {
             for p in docs {
-                layer.put_doc(p.fingerprint, p.id, p.replaces, p.doc.clone());
+                layer.put_doc(p.fingerprint, p.id, p.replaces, p.doc.clone(), p.prefix.as_deref());
             }
         }
     }

@@ -391,6 +391,7 @@ fn logged_documents_that_do_not_fit_the_store_are_refused_at_open() {
             sketch: vec![1u8; sketch].into(),
             set: None,
         },
+        prefix: None,
     };
     // Append `rec` to the live log of the store in `dir`, as a writer would frame it.
     let append = |dir: &std::path::Path, rec: &Record| {

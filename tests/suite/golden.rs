@@ -184,6 +184,7 @@ fn check_log_of_one_put(name: &str, fp: u64, doc: &simdex::store::DocMeta) {
         id: 0x1234,
         replaces: false,
         doc: doc.clone(),
+        prefix: None,
     }]);
     let tmp = tempfile::tempdir().unwrap();
     let mut w = wal::LogWriter::create(tmp.path(), 0, &simdex::store::storage::OsStorage).unwrap();
