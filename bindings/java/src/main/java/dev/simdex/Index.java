@@ -98,16 +98,21 @@ public final class Index extends Handle {
         }
     }
 
-    /** Fingerprints stored (distinct). */
-    public long size() {
+    /** Sizes of the index. */
+    public IndexStats stats() {
         Pointer p = enter();
         try {
             Memory m = new Memory(64);
             PointerByReference err = new PointerByReference();
             Native.check(Native.simdex_index_get_stats(p, m, err), err);
-            return m.getLong(0);
+            return new IndexStats(m);
         } finally {
             leave();
         }
+    }
+
+    /** Fingerprints stored (distinct). */
+    public long size() {
+        return stats().keys;
     }
 }

@@ -56,6 +56,9 @@ class SimdexTest {
             Index ix = Index.open(dir, flags);
             {
                 assertEquals(uniq.size(), ix.size());
+                IndexStats st = ix.stats();
+                assertEquals(3, st.k);
+                assertTrue(st.tables > 0 && st.blockSize > 0 && st.diskBytes > 0, "stats");
                 long[] queries = new long[300];
                 for (int q = 0; q < queries.length; q++) {
                     queries[q] = fps[(q * 61) % fps.length] ^ ((long) (q % 3) << (q % 60));
