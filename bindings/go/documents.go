@@ -178,3 +178,27 @@ func (s *Store) expire(by C.uint32_t, bound uint64) (uint64, error) {
 	err := check(C.simdex_store_expire(s.c, by, C.uint64_t(bound), &n, &msg), msg)
 	return uint64(n), err
 }
+
+// DocumentID is the id a document was ingested under, for the store id a query returned
+// (Near and NearMany answer with store ids); false when no document is stored under it.
+func (s *Store) DocumentID(id uint64) (string, bool, error) {
+	if err := s.enter(); err != nil {
+		return "", false, err
+	}
+	defer s.leave()
+	buf := make([]byte, 64)
+	for {
+		var n C.size_t
+		var found C.int32_t
+		var msg *C.char
+		st := C.simdex_store_document_id(s.c, C.uint64_t(id), (*C.char)(unsafe.Pointer(&buf[0])),
+			C.size_t(len(buf)), &n, &found, &msg)
+		if err := check(st, msg); err != nil {
+			return "", false, err
+		}
+		if int(n) <= len(buf) {
+			return string(buf[:n]), found != 0, nil
+		}
+		buf = make([]byte, n)
+	}
+}

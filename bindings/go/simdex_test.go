@@ -275,6 +275,24 @@ func TestDocumentStoreGivesTheRustAnswers(t *testing.T) {
 	if has, _ := s.HasNear(fp, 0); !has {
 		t.Fatal("a stored document's fingerprint is not found")
 	}
+	m, err := s.Near(fp, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, id := range m.IDs {
+		name, ok, err := s.DocumentID(id)
+		if err != nil || !ok {
+			t.Fatalf("store id %d: %v", id, err)
+		}
+		named = named || name == "doc-0"
+	}
+	if !named {
+		t.Fatal("doc-0 is not among its fingerprint's documents")
+	}
+	if _, ok, err := s.DocumentID(0xdeadbeefcafe); ok || err != nil {
+		t.Fatalf("an unknown store id: %v %v", ok, err)
+	}
 	if _, err := s.Ingest(context.Background(), []string{strings.Repeat("x", 3000)}, []string{"a b c"}, nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("long id: %v", err)
 	}

@@ -582,6 +582,22 @@ simdex_status simdex_store_delete_documents(
     char **err);
 
 /*
+ * The id a document was ingested under, for the store id a query returned (`simdex_store_near`
+ * and `simdex_store_near_many` answer with store ids: a string id's is the store's own number
+ * for it). It is written to `buf` (`cap` bytes, not NUL-terminated; NULL when `cap` is 0) and
+ * `*len` is set to its length: when `*len > cap`, call again with a larger buffer. `*found` is
+ * 0 (and `*len` 0) when no document is stored under `id`. Thread-safe.
+ */
+simdex_status simdex_store_document_id(
+    const simdex_store *store,
+    uint64_t id,
+    char *buf,
+    size_t cap,
+    size_t *len,
+    int32_t *found,
+    char **err);
+
+/*
  * `simdex_store_expire`: documents stored before `bound` milliseconds since the Unix epoch (by
  * the writer's clock; a document ingested again was stored when it was ingested again).
  */

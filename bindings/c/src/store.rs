@@ -63,6 +63,14 @@ impl Opened {
         }
     }
 
+    pub(crate) fn doc_key(&self, id: u64) -> simdex::Result<Option<std::sync::Arc<str>>> {
+        either!(self, s => s.doc_key(id))
+    }
+
+    pub(crate) fn doc_id(&self, id: &simdex::DocId) -> simdex::Result<Option<u64>> {
+        either!(self, s => s.doc_id(id))
+    }
+
     pub(crate) fn check_documents(
         &self,
         docs: &[simdex::Document<'_>],

@@ -166,6 +166,48 @@ pub unsafe extern "C" fn simdex_store_delete_documents(
     }
 }
 
+/// The id a document was ingested under, for the store id a query returned (`simdex_store_near`
+/// and `simdex_store_near_many` answer with store ids: a string id's is the store's own number
+/// for it). It is written to `buf` (`cap` bytes, not NUL-terminated; NULL when `cap` is 0) and
+/// `*len` is set to its length: when `*len > cap`, call again with a larger buffer. `*found` is
+/// 0 (and `*len` 0) when no document is stored under `id`. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simdex_store_document_id(
+    store: *const simdex_store,
+    id: u64,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    found: *mut i32,
+    err: *mut *mut c_char,
+) -> simdex_status {
+    unsafe {
+        guard(err, || {
+            let s = store_arg(store)?;
+            let out = slice_mut(buf.cast::<u8>(), cap, "buf")?;
+            let n = crate::ffi::out(len, "len")?;
+            let f = crate::ffi::out(found, "found")?;
+            if s.inner.recipe().is_none() {
+                return invalid("a store of raw fingerprints keeps no document ids");
+            }
+            // A string id is kept with its document; a numeric one is the store id itself.
+            let name = match s.inner.doc_key(id)? {
+                Some(k) => Some(k.to_string()),
+                None => match s.inner.doc_id(&DocId::Num(id))? {
+                    Some(_) => Some(id.to_string()),
+                    None => None,
+                },
+            };
+            let bytes = name.as_deref().unwrap_or("").as_bytes();
+            let take = bytes.len().min(cap);
+            out[..take].copy_from_slice(&bytes[..take]);
+            *n = bytes.len();
+            *f = name.is_some() as i32;
+            Ok(())
+        })
+    }
+}
+
 /// `simdex_store_expire`: documents stored before `bound` milliseconds since the Unix epoch (by
 /// the writer's clock; a document ingested again was stored when it was ingested again).
 pub const SIMDEX_EXPIRE_STORED_BEFORE: u32 = 1;

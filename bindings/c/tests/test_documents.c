@@ -105,6 +105,36 @@ void test_documents(void) {
     CHECK(words == 1);
     OK(simdex_store_has_near(st, fp, 0, &found, ERR));
     CHECK(found == 1);
+
+    /* A query answers with store ids; the document's own id comes back from its store id. */
+    uint64_t f[8], sid[8];
+    uint32_t dist[8];
+    size_t rows = 0, len = 0;
+    OK(simdex_store_near(st, fp, 0, f, dist, sid, 8, &rows, ERR));
+    CHECK(rows >= 1);
+    char name[64];
+    int named = 0;
+    for (size_t r = 0; r < rows && r < 8; r++) {
+        OK(simdex_store_document_id(st, sid[r], name, sizeof name, &len, &found, ERR));
+        CHECK(found == 1 && len < sizeof name);
+        named |= len == 5 && memcmp(name, "doc-0", 5) == 0;
+    }
+    CHECK(named);
+    OK(simdex_store_document_id(st, sid[0], name, 2, &len, &found, ERR)); /* too small */
+    CHECK(found == 1 && len >= 5);
+    OK(simdex_store_document_id(st, 0xdeadbeefcafeULL, NULL, 0, &len, &found, ERR));
+    CHECK(found == 0 && len == 0);
+    simdex_str num_id = {"424242", 6}, num_text = {"a numeric id names this page", 28};
+    simdex_verdicts *nv = NULL;
+    OK(simdex_store_ingest(st, &num_id, &num_text, 1, 0.85, SIMDEX_K_DEFAULT, 0, NULL, &nv, ERR));
+    CHECK(nv->kinds[0] == SIMDEX_VERDICT_NEW);
+    simdex_verdicts_free(nv);
+    OK(simdex_store_document_id(st, 424242, name, sizeof name, &len, &found, ERR));
+    CHECK(found == 1 && len == 6 && memcmp(name, "424242", 6) == 0);
+    simdex_str del_num = {"424242", 6};
+    OK(simdex_store_delete_documents(st, &del_num, 1, NULL, NULL, ERR));
+    OK(simdex_store_document_id(st, 424242, name, sizeof name, &len, &found, ERR));
+    CHECK(found == 0);
     OK(simdex_store_simhash(st, "", 0, &fp, &words, ERR));
     CHECK(words == 0 && fp == 0);
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "UTF-8", simdex_store_simhash(st, "\xff\xfe", 2, &fp, NULL, ERR));

@@ -265,6 +265,9 @@ static void test_store(void) {
           simdex_store_near((const simdex_store *)f, 1, 3, f, d, id, 4, &len, ERR));
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "no recipe", simdex_store_simhash(st, "a b c", 5, f, NULL, ERR));
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "shingle sets", simdex_store_expire(st, SIMDEX_EXPIRE_SEQ_BELOW, 5, NULL, ERR));
+    int32_t named = 0;
+    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "keeps no document ids",
+          simdex_store_document_id(st, 1, NULL, 0, &len, &named, ERR));
     simdex_verdicts *v = NULL;
     simdex_str doc = {"x", 1};
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "", simdex_store_ingest(st, &doc, &doc, 1, NAN, SIMDEX_K_DEFAULT, 0, NULL, &v, ERR));

@@ -90,6 +90,8 @@ final class Native {
             PointerByReference err);
     static native int simdex_store_delete_documents(Pointer store, Pointer ids, long n,
             Pointer cancel, LongByReference deleted, PointerByReference err);
+    static native int simdex_store_document_id(Pointer store, long id, byte[] buf, long cap,
+            long[] len, int[] found, long[] err);
     static native int simdex_store_expire(Pointer store, int by, long bound, LongByReference expired,
             PointerByReference err);
     static native int simdex_store_simhash(Pointer store, byte[] text, long len,

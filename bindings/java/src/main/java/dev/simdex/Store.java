@@ -237,6 +237,32 @@ public final class Store extends Handle {
     }
 
     /**
+     * The id a document was ingested under, for the store id a query returned ({@link #near}
+     * and {@link #nearMany} answer with store ids), or null when no document is stored under it.
+     */
+    public String documentId(long id) {
+        Pointer p = enter();
+        try {
+            byte[] buf = new byte[64];
+            while (true) {
+                long[] len = new long[1];
+                int[] found = new int[1];
+                long[] err = new long[1];
+                Native.check(Native.simdex_store_document_id(p, id, buf, buf.length, len, found, err), err);
+                if (found[0] == 0) {
+                    return null;
+                }
+                if (len[0] <= buf.length) {
+                    return new String(buf, 0, (int) len[0], StandardCharsets.UTF_8);
+                }
+                buf = new byte[(int) len[0]];
+            }
+        } finally {
+            leave();
+        }
+    }
+
+    /**
      * Delete every document stored before {@code t} (by the writer's clock; a document ingested
      * again was stored then); how many. Only a store created with exact verification knows when
      * its documents were stored: elsewhere this throws (delete by id instead). The next compaction

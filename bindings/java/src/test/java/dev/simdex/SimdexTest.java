@@ -205,6 +205,12 @@ class SimdexTest {
             assertEquals(0x6b06e1bbf7334ec6L, runDocs(s, "new-", 0, 1000, false));
             Long fp = s.simhash(corpusText(0));
             assertTrue(s.hasNear(fp, 0));
+            boolean named = false;
+            for (long id : s.near(fp, 0).ids) {
+                named |= "doc-0".equals(s.documentId(id));
+            }
+            assertTrue(named, "doc-0 among its fingerprint's documents");
+            assertNull(s.documentId(0xdeadbeefcafeL));
             assertNull(s.simhash(""));
             String longId = "x".repeat(3000);
             code(SimdexException.INVALID_ARGUMENT,
