@@ -193,10 +193,7 @@ pub unsafe extern "C" fn simdex_store_document_id(
             // A string id is kept with its document; a numeric one is the store id itself.
             let name = match s.inner.doc_key(id)? {
                 Some(k) => Some(k.to_string()),
-                None => match s.inner.doc_id(&DocId::Num(id))? {
-                    Some(_) => Some(id.to_string()),
-                    None => None,
-                },
+                None => s.inner.doc_id(&DocId::Num(id))?.map(|_| id.to_string()),
             };
             let bytes = name.as_deref().unwrap_or("").as_bytes();
             let take = bytes.len().min(cap);
