@@ -86,26 +86,9 @@ func (ix *Index) Near(fp uint64, k uint32) (Matches, error) {
 		return Matches{}, err
 	}
 	defer ix.leave()
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
-	fps, ds := sc.fps[:], sc.ds[:]
-	for {
-		var n C.size_t
-		var msg *C.char
-		st := C.simdex_index_near(ix.c, C.uint64_t(fp), C.uint32_t(k),
-			(*C.uint64_t)(unsafe.Pointer(&fps[0])), (*C.uint32_t)(unsafe.Pointer(&ds[0])),
-			C.size_t(len(fps)), &n, &msg)
-		if err := check(st, msg); err != nil {
-			return Matches{}, err
-		}
-		if int(n) <= len(fps) {
-			return Matches{
-				Fingerprints: append([]uint64(nil), fps[:n]...),
-				Distances:    append([]uint32(nil), ds[:n]...),
-			}, nil
-		}
-		fps, ds = make([]uint64, n), make([]uint32, n)
-	}
+	return near(false, func(fps *C.uint64_t, ds *C.uint32_t, _ *C.uint64_t, cap C.size_t, n *C.size_t, msg **C.char) C.simdex_status {
+		return C.simdex_index_near(ix.c, C.uint64_t(fp), C.uint32_t(k), fps, ds, cap, n, msg)
+	})
 }
 
 // HasNear reports whether some stored fingerprint is within k bits of fp.

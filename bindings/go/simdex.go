@@ -180,6 +180,38 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
+// nearCall is one single-query call of the library into buffers of capacity cap: it sets *n
+// to the full count (ids is not written by an index's call).
+type nearCall func(fps *C.uint64_t, ds *C.uint32_t, ids *C.uint64_t, cap C.size_t, n *C.size_t, msg **C.char) C.simdex_status
+
+// near runs call into the pooled scratch buffers, again into buffers of the full count when
+// they were too small, and copies the answers out at their size (IDs only withIDs).
+func near(withIDs bool, call nearCall) (Matches, error) {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	fps, ds, ids := sc.fps[:], sc.ds[:], sc.ids[:]
+	for {
+		var n C.size_t
+		var msg *C.char
+		st := call((*C.uint64_t)(unsafe.Pointer(&fps[0])), (*C.uint32_t)(unsafe.Pointer(&ds[0])),
+			(*C.uint64_t)(unsafe.Pointer(&ids[0])), C.size_t(len(fps)), &n, &msg)
+		if err := check(st, msg); err != nil {
+			return Matches{}, err
+		}
+		if int(n) <= len(fps) {
+			m := Matches{
+				Fingerprints: append([]uint64(nil), fps[:n]...),
+				Distances:    append([]uint32(nil), ds[:n]...),
+			}
+			if withIDs {
+				m.IDs = append([]uint64(nil), ids[:n]...)
+			}
+			return m, nil
+		}
+		fps, ds, ids = make([]uint64, n), make([]uint32, n), make([]uint64, n)
+	}
+}
+
 // Rows are the answers to a batch of queries, as columns: the rows of query q are
 // Offsets[q]:Offsets[q+1] of Fingerprints, Distances and IDs (IDs nil for an index), by
 // distance, then fingerprint, then id.

@@ -186,27 +186,9 @@ func (s *Store) Near(fp uint64, k uint32) (Matches, error) {
 		return Matches{}, err
 	}
 	defer s.leave()
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
-	fps, ds, ids := sc.fps[:], sc.ds[:], sc.ids[:]
-	for {
-		var n C.size_t
-		var msg *C.char
-		st := C.simdex_store_near(s.c, C.uint64_t(fp), C.uint32_t(k),
-			(*C.uint64_t)(unsafe.Pointer(&fps[0])), (*C.uint32_t)(unsafe.Pointer(&ds[0])),
-			(*C.uint64_t)(unsafe.Pointer(&ids[0])), C.size_t(len(fps)), &n, &msg)
-		if err := check(st, msg); err != nil {
-			return Matches{}, err
-		}
-		if int(n) <= len(fps) {
-			return Matches{
-				Fingerprints: append([]uint64(nil), fps[:n]...),
-				Distances:    append([]uint32(nil), ds[:n]...),
-				IDs:          append([]uint64(nil), ids[:n]...),
-			}, nil
-		}
-		fps, ds, ids = make([]uint64, n), make([]uint32, n), make([]uint64, n)
-	}
+	return near(true, func(fps *C.uint64_t, ds *C.uint32_t, ids *C.uint64_t, cap C.size_t, n *C.size_t, msg **C.char) C.simdex_status {
+		return C.simdex_store_near(s.c, C.uint64_t(fp), C.uint32_t(k), fps, ds, ids, cap, n, msg)
+	})
 }
 
 // HasNear reports whether some stored fingerprint is within k bits of fp.

@@ -122,16 +122,14 @@ pub unsafe extern "C" fn simdex_store_options_set_sync(
 ) -> simdex_status {
     unsafe {
         guard(err, || {
-            let o = handle(opts.cast_const(), "the options")?;
+            handle(opts.cast_const(), "the options")?;
             if policy.is_null() {
                 return invalid("the sync policy is NULL");
             }
             let Ok(s) = CStr::from_ptr(policy).to_str() else {
                 return invalid("the sync policy is not UTF-8");
             };
-            let p: SyncPolicy = s.parse()?;
-            let _ = o;
-            (*opts).sync = p;
+            (*opts).sync = s.parse()?;
             Ok(())
         })
     }
