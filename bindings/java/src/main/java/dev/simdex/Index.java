@@ -3,7 +3,6 @@ package dev.simdex;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
-import java.util.Arrays;
 
 /**
  * An index open read-only: "which stored fingerprints are within k bits of this one?",
@@ -53,19 +52,7 @@ public final class Index extends Handle {
     public Matches near(long fp, int k) {
         Pointer p = enter();
         try {
-            int cap = 16;
-            while (true) {
-                long[] fps = new long[cap];
-                int[] ds = new int[cap];
-                long[] len = new long[1];
-                long[] err = new long[1];
-                Native.check(Native.simdex_index_near(p, fp, k, fps, ds, cap, len, err), err);
-                int n = (int) len[0];
-                if (n <= cap) {
-                    return new Matches(Arrays.copyOf(fps, n), Arrays.copyOf(ds, n), null);
-                }
-                cap = n;
-            }
+            return Matches.of(false, (fps, ds, ids, cap, len, err) -> Native.simdex_index_near(p, fp, k, fps, ds, cap, len, err));
         } finally {
             leave();
         }

@@ -6,7 +6,6 @@ import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 
 /**
  * A store of (fingerprint, id) pairs, or of documents: writes are durable as its sync policy
@@ -99,20 +98,7 @@ public final class Store extends Handle {
     public Matches near(long fp, int k) {
         Pointer p = enter();
         try {
-            int cap = 16;
-            while (true) {
-                long[] fps = new long[cap];
-                int[] ds = new int[cap];
-                long[] ids = new long[cap];
-                long[] len = new long[1];
-                long[] err = new long[1];
-                Native.check(Native.simdex_store_near(p, fp, k, fps, ds, ids, cap, len, err), err);
-                int n = (int) len[0];
-                if (n <= cap) {
-                    return new Matches(Arrays.copyOf(fps, n), Arrays.copyOf(ds, n), Arrays.copyOf(ids, n));
-                }
-                cap = n;
-            }
+            return Matches.of(true, (fps, ds, ids, cap, len, err) -> Native.simdex_store_near(p, fp, k, fps, ds, ids, cap, len, err));
         } finally {
             leave();
         }
