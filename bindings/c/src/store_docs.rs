@@ -16,13 +16,20 @@ const CHUNK: usize = 4096;
 /// call (for callers that deduplicate a batch themselves).
 pub const SIMDEX_INGEST_STORE_ONLY: u32 = 1;
 
-/// Ids under the id rule: a canonical decimal is a numeric id, anything else a string id.
+/// Ids under the id rule: a canonical decimal is a numeric id, anything else a string id. Each
+/// is checked here, before any is stored, so that an error names its place in the caller's
+/// array (the engine, given them a chunk at a time, would name its place in the chunk).
 unsafe fn doc_ids(ids: *const simdex_str, n: usize) -> Result<Vec<DocId>> {
     let raw = unsafe { slice(ids, n, "ids") }?;
     let mut out = Vec::with_capacity(n);
     for (i, s) in raw.iter().enumerate() {
         let id = DocId::parse(unsafe { text(s, &|| format!("ids[{i}]")) }?);
-        id.check()?;
+        id.check().map_err(|e| match e {
+            simdex::Error::InvalidArgument(m) => {
+                simdex::Error::InvalidArgument(format!("ids[{i}]: {m}"))
+            }
+            e => e,
+        })?;
         out.push(id);
     }
     Ok(out)

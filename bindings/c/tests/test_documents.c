@@ -146,7 +146,7 @@ void test_documents(void) {
     simdex_str bad_id = {longid, sizeof longid}, ok_text = {"some words here", 15};
     simdex_str bad_text = {"\xc3\x28", 2}, ok_id = {"a", 1};
     simdex_verdicts *v = NULL;
-    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "string id of 3000 bytes",
+    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "ids[0]: string id of 3000 bytes",
           simdex_store_ingest(st, &bad_id, &ok_text, 1, NAN, SIMDEX_K_DEFAULT, 0, NULL, &v, ERR));
     FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "texts[0] is not UTF-8",
           simdex_store_check(st, &ok_id, &bad_text, 1, NAN, SIMDEX_K_DEFAULT, 0, NULL, &v, ERR));
