@@ -22,6 +22,7 @@ mod names;
 mod output;
 mod progress;
 mod query;
+mod serve;
 mod spool;
 mod store_cmd;
 mod util;
@@ -71,6 +72,8 @@ enum Command {
     Merge(store_cmd::MergeArgs),
     /// Rewrite a store's tables with another design, codec or block size.
     Rebuild(store_cmd::RebuildArgs),
+    /// Serve a store over HTTP to many clients (JSON and binary bodies; format-spec/openapi.json).
+    Serve(serve::Args),
     /// List candidate table designs for n fingerprints and k, with their modelled costs.
     Designs(designs::Args),
 }
@@ -133,6 +136,7 @@ fn main() -> ExitCode {
         Command::Compact(a) => store_cmd::compact(a),
         Command::Merge(a) => store_cmd::merge(a),
         Command::Rebuild(a) => store_cmd::rebuild(a),
+        Command::Serve(a) => serve::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,3 +8,5 @@ mod dedup_quality;
 mod hardening;
 mod hardening3;
 mod ingest;
+mod serve;
+mod serve_faults;

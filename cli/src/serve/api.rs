@@ -1,0 +1,411 @@
+//! The HTTP API (`format-spec/openapi.json`): each path's operation, read from its request
+//! and answered from the store. Admission (auth, limits, slots) happens before, in `serve`.
+
+use serde_json::{Value, json};
+use simdex::{DocId, Document, Expiry, IngestOptions, ProgressHandle, Verdict};
+
+use super::backend::Backend;
+use super::body::{self, ApiError, BINARY, Body, json};
+use super::http::{Request, Response};
+use super::metrics::Op;
+
+/// The operation at `path`, and the methods it takes.
+pub fn route(path: &str) -> Option<(Op, &'static [&'static str])> {
+    const GET: &[&str] = &["GET"];
+    const POST: &[&str] = &["POST"];
+    const BOTH: &[&str] = &["GET", "POST"];
+    Some(match path {
+        "/v1/health" => (Op::Health, GET),
+        "/metrics" => (Op::Metrics, GET),
+        "/v1/stats" => (Op::Stats, GET),
+        "/v1/near" => (Op::Near, BOTH),
+        "/v1/near-many" => (Op::NearMany, POST),
+        "/v1/ids-of" => (Op::IdsOf, GET),
+        "/v1/insert" => (Op::Insert, POST),
+        "/v1/delete" => (Op::Delete, POST),
+        "/v1/ingest" => (Op::Ingest, POST),
+        "/v1/check" => (Op::Check, POST),
+        "/v1/expire" => (Op::Expire, POST),
+        "/v1/flush" => (Op::Flush, POST),
+        "/v1/compact" => (Op::Compact, POST),
+        _ => return None,
+    })
+}
+
+/// Answer `req` (admitted) for `op`; `cancel` tells a long query that its deadline passed.
+pub fn answer(
+    op: Op,
+    backend: &Backend,
+    req: &Request,
+    cancel: &ProgressHandle,
+) -> Result<Response, ApiError> {
+    match op {
+        Op::Stats => stats(backend),
+        Op::Near => near(backend, req),
+        Op::NearMany => near_many(backend, req, cancel),
+        Op::IdsOf => ids_of(backend, req),
+        Op::Insert => insert(backend, req),
+        Op::Delete => delete(backend, req),
+        Op::Ingest => documents(backend, req, true),
+        Op::Check => documents(backend, req, false),
+        Op::Expire => expire(backend, req),
+        Op::Flush => {
+            no_body(req)?;
+            writer(backend)?.flush()?;
+            Ok(json(json!({"flushed": true})))
+        }
+        Op::Compact => {
+            no_body(req)?;
+            let done = writer(backend)?.compact()?;
+            Ok(json(json!({
+                "compacted": done.is_some(),
+                "generation": backend.stats().generation,
+            })))
+        }
+        Op::Health | Op::Metrics | Op::Other => Err(ApiError::new(404, "not_found", "no route")),
+    }
+}
+
+fn writer(b: &Backend) -> Result<&simdex::Store, ApiError> {
+    b.writer().ok_or_else(|| {
+        ApiError::new(
+            403,
+            "read_only",
+            "this server follows a store another process writes (--read-only): it answers \
+             queries only",
+        )
+    })
+}
+
+fn no_body(req: &Request) -> Result<(), ApiError> {
+    match body::body(req, false)? {
+        Body::Json(m) => body::only(&m, &[]),
+        Body::Binary(_) => Ok(()),
+    }
+}
+
+/// `k` as asked (default: the store's), refused above the store's.
+fn check_k(b: &Backend, k: Option<u64>) -> Result<u32, ApiError> {
+    let store_k = b.k();
+    match k {
+        None => Ok(store_k),
+        Some(k) if k <= u64::from(store_k) => Ok(k as u32),
+        Some(k) => Err(ApiError::invalid(format!(
+            "k = {k} is above the store's k = {store_k} (its tables answer up to that distance)"
+        ))),
+    }
+}
+
+/// The `k` query parameter.
+fn k_param(req: &Request) -> Result<Option<u64>, ApiError> {
+    req.param("k")
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| ApiError::invalid(format!("k = {s:?} is not a whole number")))
+        })
+        .transpose()
+}
+
+fn stats(b: &Backend) -> Result<Response, ApiError> {
+    let s = b.stats();
+    let recipe = b.recipe().map(|r| {
+        json!({
+            "shingle": r.shingle(),
+            "html": r.html(),
+            "weights": if r.weights().is_some() { "idf" } else { "count" },
+            "sketch_bins": r.sketch_shape().bins(),
+            "sketch_bits": r.sketch_shape().bits(),
+            "exact": r.exact(),
+        })
+    });
+    Ok(json(json!({
+        "generation": s.generation,
+        "design": s.design,
+        "k": s.k,
+        "fingerprints": s.fingerprints,
+        "pairs": s.pairs,
+        "delta_pairs": s.delta_pairs,
+        "delta_deletes": s.delta_deletes,
+        "table_bytes": s.table_bytes,
+        "id_map_bytes": s.id_map_bytes,
+        "log_bytes": s.log_bytes,
+        "documents": s.documents,
+        "doc_map_bytes": s.doc_map_bytes,
+        "sets_bytes": s.sets_bytes,
+        "sets_live_bytes": s.sets_live_bytes,
+        "max_seq": s.max_seq,
+        "read_only": b.writer().is_none(),
+        "recipe": recipe,
+    })))
+}
+
+fn near(b: &Backend, req: &Request) -> Result<Response, ApiError> {
+    let (fp, k) = match req.method.as_str() {
+        "GET" => {
+            let fp = req
+                .param("fingerprint")
+                .ok_or_else(|| ApiError::invalid("the query parameter fingerprint is missing"))?;
+            (body::hex(&fp, "fingerprint")?, k_param(req)?)
+        }
+        _ => match body::body(req, false)? {
+            Body::Json(m) => {
+                body::only(&m, &["fingerprint", "k"])?;
+                let fp = m
+                    .get("fingerprint")
+                    .ok_or_else(|| ApiError::invalid("the field \"fingerprint\" is missing"))?;
+                (
+                    body::fingerprint(fp, "fingerprint")?,
+                    body::opt_uint(&m, "k", 64)?,
+                )
+            }
+            Body::Binary(_) => unreachable!("binary is not accepted here"),
+        },
+    };
+    let k = check_k(b, k)?;
+    let mut rows: Vec<(u32, u64, u64)> = b
+        .near(fp, k)?
+        .into_iter()
+        .flat_map(|m| {
+            m.ids
+                .into_iter()
+                .map(move |id| (m.distance, m.fingerprint, id))
+        })
+        .collect();
+    rows.sort_unstable();
+    if body::wants_binary(req) {
+        let mut out = Vec::with_capacity(8 + rows.len() * 20);
+        out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.1.to_le_bytes()));
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.2.to_le_bytes()));
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.0.to_le_bytes()));
+        return Ok(Response::new(200, BINARY, out));
+    }
+    Ok(json(json!({
+        "fingerprint": rows.iter().map(|r| body::fp_json(r.1)).collect::<Vec<_>>(),
+        "distance": rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "id": rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+    })))
+}
+
+fn near_many(b: &Backend, req: &Request, cancel: &ProgressHandle) -> Result<Response, ApiError> {
+    let (fps, k) = match body::body(req, true)? {
+        Body::Binary(v) => (v, k_param(req)?),
+        Body::Json(m) => {
+            body::only(&m, &["fingerprints", "k"])?;
+            (
+                body::fingerprints(&m, "fingerprints")?,
+                body::opt_uint(&m, "k", 64)?,
+            )
+        }
+    };
+    let k = check_k(b, k)?;
+    let found = b.near_many(&fps, k, cancel)?;
+    let n = found.rows.len();
+    let mut query = Vec::with_capacity(n);
+    for (q, w) in found.offsets.windows(2).enumerate() {
+        query.extend(std::iter::repeat_n(q as u64, w[1] - w[0]));
+    }
+    if body::wants_binary(req) {
+        let mut out = Vec::with_capacity(8 + n * 28);
+        out.extend_from_slice(&(n as u64).to_le_bytes());
+        query
+            .iter()
+            .for_each(|q| out.extend_from_slice(&q.to_le_bytes()));
+        let rows = &found.rows;
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.fingerprint.to_le_bytes()));
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.id.to_le_bytes()));
+        rows.iter()
+            .for_each(|r| out.extend_from_slice(&r.distance.to_le_bytes()));
+        return Ok(Response::new(200, BINARY, out));
+    }
+    Ok(json(json!({
+        "query_index": query,
+        "fingerprint": found.rows.iter().map(|r| body::fp_json(r.fingerprint)).collect::<Vec<_>>(),
+        "distance": found.rows.iter().map(|r| r.distance).collect::<Vec<_>>(),
+        "id": found.rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+    })))
+}
+
+fn ids_of(b: &Backend, req: &Request) -> Result<Response, ApiError> {
+    let fp = req
+        .param("fingerprint")
+        .ok_or_else(|| ApiError::invalid("the query parameter fingerprint is missing"))?;
+    let ids = b.ids_of(body::hex(&fp, "fingerprint")?)?;
+    Ok(json(json!({ "ids": ids })))
+}
+
+fn insert(b: &Backend, req: &Request) -> Result<Response, ApiError> {
+    let (fps, ids) = match body::body(req, true)? {
+        Body::Binary(v) => {
+            if v.len() % 2 != 0 {
+                return Err(ApiError::invalid(format!(
+                    "a binary insert is n fingerprints then n ids: {} values is odd",
+                    v.len()
+                )));
+            }
+            let (f, i) = v.split_at(v.len() / 2);
+            (f.to_vec(), i.to_vec())
+        }
+        Body::Json(m) => {
+            body::only(&m, &["fingerprints", "ids"])?;
+            let fps = body::fingerprints(&m, "fingerprints")?;
+            let ids = body::array(&m, "ids")?
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_u64().ok_or_else(|| {
+                        ApiError::invalid(format!(
+                            "ids[{i}] is {v}: not an integer from 0 to 2^64 - 1"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<u64>, _>>()?;
+            (fps, ids)
+        }
+    };
+    if fps.len() != ids.len() {
+        return Err(ApiError::invalid(format!(
+            "{} fingerprints and {} ids: one id per fingerprint",
+            fps.len(),
+            ids.len()
+        )));
+    }
+    let pairs: Vec<(u64, u64)> = fps.into_iter().zip(ids).collect();
+    writer(b)?.insert_many(&pairs)?;
+    Ok(json(json!({ "inserted": pairs.len() })))
+}
+
+fn delete(b: &Backend, req: &Request) -> Result<Response, ApiError> {
+    let s = writer(b)?;
+    let ids: Vec<DocId> = match body::body(req, true)? {
+        Body::Binary(v) => v.into_iter().map(DocId::Num).collect(),
+        Body::Json(m) => {
+            body::only(&m, &["ids"])?;
+            body::doc_ids(&m, "ids")?
+        }
+    };
+    if s.recipe().is_some() {
+        let deleted = s.delete_documents(&ids)?;
+        return Ok(json(json!({ "ids": ids.len(), "documents": deleted })));
+    }
+    let nums = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| match id {
+            DocId::Num(n) => Ok(*n),
+            DocId::Key(k) => Err(ApiError::invalid(format!(
+                "ids[{i}] is the string {k:?}: a store of raw fingerprints has numeric ids only"
+            ))),
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    s.delete_many(&nums)?;
+    Ok(json(json!({ "ids": nums.len(), "documents": null })))
+}
+
+fn documents(b: &Backend, req: &Request, store: bool) -> Result<Response, ApiError> {
+    let Body::Json(m) = body::body(req, false)? else {
+        unreachable!("binary is not accepted here")
+    };
+    body::only(&m, &["ids", "texts", "verify", "k", "store_only"])?;
+    let ids = body::doc_ids(&m, "ids")?;
+    let texts = body::array(&m, "texts")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .ok_or_else(|| ApiError::invalid(format!("texts[{i}] is {v}, not a string")))
+        })
+        .collect::<Result<Vec<&str>, _>>()?;
+    if ids.len() != texts.len() {
+        return Err(ApiError::invalid(format!(
+            "{} ids and {} texts: one id per text",
+            ids.len(),
+            texts.len()
+        )));
+    }
+    let k = body::opt_uint(&m, "k", 64)?;
+    let opts = IngestOptions::default()
+        .with_k(k.map(|k| k.min(u64::from(u32::MAX)) as u32))
+        .with_verify(body::opt_f64(&m, "verify")?)
+        .with_store_only(body::flag(&m, "store_only")?);
+    let docs: Vec<Document<'_>> = ids
+        .iter()
+        .zip(&texts)
+        .map(|(id, text)| Document { id, text })
+        .collect();
+    let verdicts = match store {
+        true => writer(b)?.ingest(&docs, &opts)?,
+        false => b.check(&docs, &opts)?,
+    };
+    let n = verdicts.len();
+    let (mut dup, mut matched, mut sim, mut dist, mut stored, mut again) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for v in verdicts {
+        match v {
+            Verdict::Duplicate {
+                id,
+                similarity,
+                distance,
+            } => {
+                dup.push(true);
+                matched.push(body::doc_id_json(&id));
+                sim.push(Value::from(similarity));
+                dist.push(i64::from(distance));
+                stored.push(false);
+                again.push(false);
+            }
+            other => {
+                dup.push(false);
+                matched.push(Value::Null);
+                sim.push(Value::Null);
+                dist.push(-1);
+                stored.push(store && other == Verdict::New);
+                again.push(other == Verdict::AlreadyStored);
+            }
+        }
+    }
+    Ok(json(json!({
+        "duplicate": dup,
+        "matched": matched,
+        "similarity": sim,
+        "distance": dist,
+        "stored": stored,
+        "already_stored": again,
+    })))
+}
+
+fn expire(b: &Backend, req: &Request) -> Result<Response, ApiError> {
+    let s = writer(b)?;
+    let Body::Json(m) = body::body(req, false)? else {
+        unreachable!("binary is not accepted here")
+    };
+    body::only(&m, &["before", "before_seq"])?;
+    let before = body::opt_f64(&m, "before")?;
+    let seq = body::opt_uint(&m, "before_seq", u64::MAX)?;
+    let expiry = match (before, seq) {
+        (Some(t), None) if t.is_finite() && t >= 0.0 => Expiry::StoredBefore((t * 1000.0) as u64),
+        (None, Some(q)) => Expiry::SeqBelow(q),
+        (Some(t), None) => {
+            return Err(ApiError::invalid(format!(
+                "before = {t}: give Unix seconds, 0 or more"
+            )));
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "give one of \"before\" (Unix seconds) or \"before_seq\"",
+            ));
+        }
+    };
+    Ok(json(json!({ "deleted": s.expire(expiry)? })))
+}
