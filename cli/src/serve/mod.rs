@@ -17,11 +17,12 @@ mod body;
 mod http;
 mod metrics;
 
+use std::collections::VecDeque;
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args as ClapArgs;
@@ -145,6 +146,7 @@ pub fn run(a: Args) -> Result<()> {
         max_pending_writes: a.max_pending_writes,
         slots: admit::Slots::new(a.max_requests),
         access_log: a.access_log,
+        refusal_log: RateLimit::default(),
     });
     crate::interrupt::install();
     log(
@@ -232,6 +234,7 @@ fn token(a: &Args) -> Result<Option<String>> {
 /// Accept until stopped, a thread per connection.
 fn accept(app: &Arc<App>, listener: &TcpListener, max_connections: u64) {
     use std::os::fd::AsRawFd;
+    let workers = Arc::new(Workers::default());
     while !stopping() {
         let mut pfd = libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -257,17 +260,69 @@ fn accept(app: &Arc<App>, listener: &TcpListener, max_connections: u64) {
             continue;
         }
         m.connections.fetch_add(1, Relaxed);
-        let app2 = Arc::clone(app);
+        let Some(stream) = workers.hand_over(stream) else {
+            continue;
+        };
+        let (app2, workers2) = (Arc::clone(app), Arc::clone(&workers));
         let spawned = std::thread::Builder::new()
             .name("simdex-conn".into())
             .stack_size(512 * 1024)
-            .spawn(move || {
-                connection(&app2, stream);
-                app2.metrics.connections.fetch_sub(1, Relaxed);
-            });
+            .spawn(move || workers2.work(&app2, stream));
         if spawned.is_err() {
             m.connections.fetch_sub(1, Relaxed);
             m.refused_connections.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// Connection threads kept for the next connection (a flood of short connections would
+/// otherwise start a thread each): an accepted connection goes to an idle one if there is
+/// one, else to a new thread. A thread idle for 10 s ends.
+#[derive(Default)]
+struct Workers {
+    /// Connections handed over and not yet taken, and the threads waiting for one.
+    queue: Mutex<(VecDeque<TcpStream>, usize)>,
+    cv: Condvar,
+}
+
+impl Workers {
+    /// Give `s` to an idle thread; back if there is none.
+    fn hand_over(&self, s: TcpStream) -> Option<TcpStream> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if q.1 > q.0.len() {
+            q.0.push_back(s);
+            self.cv.notify_one();
+            return None;
+        }
+        Some(s)
+    }
+
+    /// Answer `first`, then every connection handed over, until idle for 10 s or stopped.
+    fn work(&self, app: &App, first: TcpStream) {
+        let mut next = Some(first);
+        while let Some(s) = next.take() {
+            connection(app, s);
+            app.metrics.connections.fetch_sub(1, Relaxed);
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.1 += 1;
+            let until = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Some(s) = q.0.pop_front() {
+                    next = Some(s);
+                    break;
+                }
+                let now = Instant::now();
+                if now >= until || stopping() {
+                    break;
+                }
+                let wait = (until - now).min(Duration::from_millis(200));
+                q = self
+                    .cv
+                    .wait_timeout(q, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            q.1 -= 1;
         }
     }
 }
@@ -282,6 +337,37 @@ struct App {
     max_pending_writes: u64,
     slots: admit::Slots,
     access_log: bool,
+    refusal_log: RateLimit,
+}
+
+/// At most [`RateLimit::PER_SECOND`] refusal lines a second: a flood of bad requests must not
+/// turn into a flood of log lines (the metrics count every one).
+#[derive(Default)]
+struct RateLimit {
+    /// (the second counted, lines in it, lines left out since the last one written).
+    state: Mutex<(u64, u64, u64)>,
+}
+
+impl RateLimit {
+    const PER_SECOND: u64 = 20;
+
+    /// Whether to log one more: Some(lines left out before it), or None.
+    fn admit(&self) -> Option<u64> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.0 != now {
+            s.0 = now;
+            s.1 = 0;
+        }
+        if s.1 >= Self::PER_SECOND {
+            s.2 += 1;
+            return None;
+        }
+        s.1 += 1;
+        Some(std::mem::take(&mut s.2))
+    }
 }
 
 /// Answer one connection's requests until it closes, fails or the server stops.
@@ -308,7 +394,12 @@ fn connection(app: &App, mut stream: TcpStream) {
         let ok = response.write_to(&mut stream, keep).is_ok();
         let took = started.elapsed();
         app.metrics.record(op, response.status, took);
-        if app.access_log || response.status >= 400 {
+        let logged = match response.status {
+            500.. => Some(0),
+            400..500 => app.refusal_log.admit(),
+            _ => app.access_log.then_some(0),
+        };
+        if let Some(suppressed) = logged {
             let level = if response.status >= 500 {
                 "error"
             } else {
@@ -328,6 +419,9 @@ fn connection(app: &App, mut stream: TcpStream) {
                     .ok()
                     .and_then(|v| v["error"]["message"].as_str().map(str::to_string));
                 fields.push(("error", json!(msg)));
+            }
+            if suppressed > 0 {
+                fields.push(("refusals_not_logged", json!(suppressed)));
             }
             log(level, "request", &fields);
         }

@@ -33,6 +33,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._simdex import Idf, Index, Store
+from .client import Client, ServerError
 
 __version__: str = _simdex.__version__
 
@@ -42,6 +43,8 @@ __all__ = [
     "Idf",
     "Index",
     "Store",
+    "Client",
+    "ServerError",
     "Error",
     "CorruptError",
     "UnsupportedError",
