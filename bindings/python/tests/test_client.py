@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import threading
 from pathlib import Path
@@ -197,6 +198,33 @@ def test_the_token_and_read_only_refusals(raw: tuple[Path, np.ndarray, np.ndarra
             c.insert([1], [2])
     finally:
         ro.stop()
+
+
+@needs_server
+def test_https_with_a_private_ca(raw: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+    path, fps, _ = raw
+    (tmp_path / "leaf.ext").write_text(
+        "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
+    )
+    ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes".split()
+    for args in (
+        ["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=ca"],
+        ["req", *ec, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=localhost"],
+        ["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "leaf.ext"],
+    ):
+        subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
+    srv = Server(path, "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
+    try:
+        url = srv.url.replace("http://", "https://")
+        ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+        with simdex.Client(url, ssl_context=ctx) as c:
+            f, d, i = c.near(int(fps[0]), 0)
+            assert list(i) == [0]
+        with pytest.raises(simdex.IoError), simdex.Client(url, retries=0) as c:
+            c.health()  # the CA is not trusted by default
+    finally:
+        srv.stop()
 
 
 def test_retries_after_503_and_gives_up_in_the_end() -> None:

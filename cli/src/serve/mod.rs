@@ -16,9 +16,10 @@ mod backend;
 mod body;
 mod http;
 mod metrics;
+mod tls;
 
 use std::collections::VecDeque;
-use std::io::Write as _;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -78,6 +79,12 @@ pub struct Args {
     /// Seconds an idle keep-alive connection stays open.
     #[arg(long, default_value_t = 60.0)]
     pub idle_timeout: f64,
+    /// A PEM certificate chain (leaf first): serve HTTPS (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Log every request (by default only refusals, failures and the server's own events).
     #[arg(long)]
     pub access_log: bool,
@@ -109,6 +116,10 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let token = token(&a)?;
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => Some(tls::config(c, k)?),
+        _ => None,
+    };
     if !Store::is_store(&a.dir) {
         return Err(Error::InvalidArgument(format!(
             "{} is not a store (no CURRENT file): create one with `simdex insert` or `simdex \
@@ -147,6 +158,7 @@ pub fn run(a: Args) -> Result<()> {
         slots: admit::Slots::new(a.max_requests),
         access_log: a.access_log,
         refusal_log: RateLimit::default(),
+        tls,
     });
     crate::interrupt::install();
     log(
@@ -301,7 +313,17 @@ impl Workers {
     fn work(&self, app: &App, first: TcpStream) {
         let mut next = Some(first);
         while let Some(s) = next.take() {
-            connection(app, s);
+            let _ = s.set_nodelay(true);
+            let _ = s.set_write_timeout(Some(app.deadline));
+            match &app.tls {
+                None => connection(app, s, |s| s),
+                // The handshake happens in the first read, under the idle limit.
+                Some(cfg) => {
+                    if let Ok(c) = rustls::ServerConnection::new(Arc::clone(cfg)) {
+                        connection(app, rustls::StreamOwned::new(c, s), |s| &s.sock);
+                    }
+                }
+            }
             app.metrics.connections.fetch_sub(1, Relaxed);
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             q.1 += 1;
@@ -338,6 +360,8 @@ struct App {
     slots: admit::Slots,
     access_log: bool,
     refusal_log: RateLimit,
+    /// Serve HTTPS with this configuration.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// At most [`RateLimit::PER_SECOND`] refusal lines a second: a flood of bad requests must not
@@ -371,11 +395,9 @@ impl RateLimit {
 }
 
 /// Answer one connection's requests until it closes, fails or the server stops.
-fn connection(app: &App, mut stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+fn connection<S: Read + Write>(app: &App, mut stream: S, sock: fn(&S) -> &TcpStream) {
     let set_timeout =
-        |s: &mut TcpStream, d: Duration| -> std::io::Result<()> { s.set_read_timeout(Some(d)) };
-    let _ = stream.set_write_timeout(Some(app.deadline));
+        |s: &mut S, d: Duration| -> std::io::Result<()> { sock(s).set_read_timeout(Some(d)) };
     let mut reader = Reader::new();
     loop {
         let got = reader.read(&mut stream, &set_timeout, &app.limits, &stopping);

@@ -335,3 +335,93 @@ fn a_read_only_server_follows_the_writer() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(found(&srv), json!([4242]));
 }
+
+/// With --tls-cert and --tls-key the server speaks HTTPS: a client that trusts the certificate
+/// gets answers, plain HTTP gets nothing, and unusable certificate files are named.
+#[test]
+fn tls_when_a_certificate_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    raw_store(d, "s", 10);
+    test_certificate(d);
+    let srv = Server::start(
+        d,
+        "s",
+        &["--tls-cert", "cert.pem", "--tls-key", "key.pem"],
+        &[],
+    );
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    for c in rustls::pki_types::CertificateDer::pem_file_iter(d.join("ca.pem")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    #[allow(deprecated)]
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, TcpStream::connect(&srv.addr).unwrap());
+    tls.write_all(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = tls.read_to_end(&mut got); // a close without close_notify is fine here
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert!(got.contains("\"status\":\"ok\""), "{got}");
+    // Plain HTTP to the TLS port: no answer, and the server stays up.
+    let mut s = TcpStream::connect(&srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /v1/health HTTP/1.1\r\n\r\n").unwrap();
+    let mut plain = Vec::new();
+    let _ = s.read_to_end(&mut plain);
+    assert!(!plain.starts_with(b"HTTP/1.1 200"));
+    drop(srv);
+    let o = simdex(
+        &[
+            "serve",
+            "s",
+            "--tls-cert",
+            "key.pem",
+            "--tls-key",
+            "key.pem",
+        ],
+        None,
+        d,
+    );
+    crate::common::fails(&o, "--tls-cert");
+}
+
+/// A test CA (`ca.pem`) and a certificate it signed for 127.0.0.1 (`cert.pem`, `key.pem`), by
+/// the openssl command.
+fn test_certificate(d: &std::path::Path) {
+    std::fs::write(
+        d.join("leaf.ext"),
+        "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n\
+         keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    let steps = [
+        format!("req -x509 {ec} -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca"),
+        format!("req {ec} -keyout key.pem -out leaf.csr -subj /CN=localhost"),
+        "x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cert.pem -days 2 \
+         -extfile leaf.ext"
+            .to_string(),
+    ];
+    for args in steps {
+        let o = std::process::Command::new("openssl")
+            .args(args.split_whitespace())
+            .current_dir(d)
+            .output()
+            .expect("the openssl command, to make a test certificate");
+        assert!(
+            o.status.success(),
+            "openssl {args}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

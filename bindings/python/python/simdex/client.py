@@ -14,6 +14,7 @@ import datetime
 import http.client
 import json
 import socket
+import ssl
 import time
 import urllib.parse
 from typing import Any, Sequence
@@ -83,9 +84,12 @@ def _ids_json(ids: Any) -> list[int | str]:
 
 
 class Client:
-    """A connection to ``simdex serve`` at ``url`` (``http://host:port``).
+    """A connection to ``simdex serve`` at ``url`` (``http://host:port``, or ``https://`` for a
+    server given a certificate).
 
-    ``token``: the server's bearer token, if it has one. ``timeout``: seconds per request.
+    ``token``: the server's bearer token, if it has one. ``ssl_context``: how to verify an
+    HTTPS server (default: the system's trusted certificates; for a private CA,
+    ``ssl.create_default_context(cafile=...)``). ``timeout``: seconds per request.
     ``retries``: attempts after a 503 or a dropped connection (0: none). Use as a context
     manager, or call :meth:`close`. Not safe to share between threads: give each thread its
     own client (they are cheap).
@@ -98,14 +102,16 @@ class Client:
         token: str | None = None,
         timeout: float = 60.0,
         retries: int = 5,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         u = urllib.parse.urlsplit(url)
-        if u.scheme != "http" or not u.hostname:
-            raise InvalidArgument(f"url {url!r}: give http://host:port")
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise InvalidArgument(f"url {url!r}: give http://host:port or https://host:port")
         if retries < 0 or timeout <= 0:
             raise InvalidArgument("retries must be 0 or more and timeout more than 0")
         self._host = u.hostname
-        self._port = u.port or 80
+        self._tls = ssl_context or ssl.create_default_context() if u.scheme == "https" else None
+        self._port = u.port or (443 if self._tls else 80)
         self._token = token
         self._timeout = timeout
         self._retries = retries
@@ -131,8 +137,14 @@ class Client:
             last = attempt == self._retries
             try:
                 if self._conn is None:
-                    self._conn = http.client.HTTPConnection(
-                        self._host, self._port, timeout=self._timeout
+                    self._conn = (
+                        http.client.HTTPSConnection(
+                            self._host, self._port, timeout=self._timeout, context=self._tls
+                        )
+                        if self._tls is not None
+                        else http.client.HTTPConnection(
+                            self._host, self._port, timeout=self._timeout
+                        )
                     )
                 self._conn.request(method, path, body=body, headers=headers)
                 r = self._conn.getresponse()
