@@ -268,7 +268,13 @@ fn accept(app: &Arc<App>, listener: &TcpListener, max_connections: u64) {
             let e = ApiError::overloaded(format!(
                 "{max_connections} connections are open (--max-connections): retry later"
             ));
-            let _ = e.response().write_to(&mut stream, false);
+            if e.response().write_to(&mut stream, false).is_ok() {
+                // What the client sent so far is read (without waiting for more): closing
+                // with it unread would reset the connection, and the answer with it.
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let _ = stream.set_nonblocking(true);
+                let _ = stream.read(&mut [0u8; 16 * 1024]);
+            }
             continue;
         }
         m.connections.fetch_add(1, Relaxed);
@@ -448,8 +454,28 @@ fn connection<S: Read + Write>(app: &App, mut stream: S, sock: fn(&S) -> &TcpStr
             log(level, "request", &fields);
         }
         if !ok || !keep {
-            let _ = stream.flush();
+            if ok {
+                linger(&mut stream, sock);
+            }
             return;
+        }
+    }
+}
+
+/// Close after an answer: stop writing, then read and drop what the client still sends (a
+/// body refused unread, a pipelined request) for up to a second, so that the close does not
+/// reset the connection before the client has read the answer.
+fn linger<S: Read + Write>(stream: &mut S, sock: fn(&S) -> &TcpStream) {
+    let _ = stream.flush();
+    let _ = sock(stream).shutdown(std::net::Shutdown::Write);
+    let until = Instant::now() + Duration::from_secs(1);
+    let mut buf = [0u8; 16 * 1024];
+    let mut left = 1usize << 20;
+    while left > 0 && Instant::now() < until {
+        let _ = sock(stream).set_read_timeout(Some(Duration::from_millis(100)));
+        match sock(stream).read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
         }
     }
 }

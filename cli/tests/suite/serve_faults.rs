@@ -185,6 +185,37 @@ fn refuses_bad_requests_with_json_errors_and_stays_up() {
     assert!(log.contains("\"status\":415"), "{log}");
 }
 
+/// Past --max-connections a connection is answered 503 with Retry-After and closed; once one
+/// closes, the next is served.
+#[test]
+fn connections_past_the_limit_get_503_and_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    raw_store(d, "s", 10);
+    let srv = Server::start(d, "s", &["--max-connections", "1"], &[]);
+    // One keep-alive connection, answered (so the server holds it).
+    let mut first = TcpStream::connect(&srv.addr).unwrap();
+    first
+        .write_all(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = first.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    let r = srv.call("GET", "/v1/health", &[], b"");
+    assert_eq!(r.status, 503);
+    assert_eq!(r.headers.get("retry-after").map(String::as_str), Some("1"));
+    assert_eq!(r.json()["error"]["code"], "overloaded");
+    drop(first);
+    let t = Instant::now();
+    while srv.call("GET", "/v1/health", &[], b"").status != 200 {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the slot never came back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_token_is_required_when_configured() {
     let dir = tempfile::tempdir().unwrap();
