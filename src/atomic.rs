@@ -11,11 +11,38 @@ use crate::error::{Error, Result};
 /// Create or replace `path` atomically with the contents `write` produces.
 ///
 /// `write` gets a buffered writer over a fresh temporary file in the same directory; it may seek.
+/// A path that names something other than a regular file — `/dev/null`, `/dev/stdout`, a FIFO —
+/// is written to in place (renaming a file over it would replace the device or pipe itself),
+/// and a symbolic link to a file has its target replaced, the link kept.
 pub fn write_file<T>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
 ) -> Result<T> {
-    write_file_through(path, |f| BufWriter::with_capacity(1 << 20, f), write)
+    let buffered = |f| BufWriter::with_capacity(1 << 20, f);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(Error::io(
+            path.to_path_buf(),
+            "write the output",
+            std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+        )),
+        Ok(m) if !m.is_file() => {
+            let io_err = |op| move |e| Error::io(path.to_path_buf(), op, e);
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_err("open for writing"))?;
+            let mut w = buffered(f);
+            let out = write(&mut w)?;
+            w.flush().map_err(io_err("write"))?;
+            Ok(out)
+        }
+        Ok(_) if path.is_symlink() => {
+            let target = std::fs::canonicalize(path)
+                .map_err(|e| Error::io(path.to_path_buf(), "resolve the link", e))?;
+            write_file_through(&target, buffered, write)
+        }
+        _ => write_file_through(path, buffered, write),
+    }
 }
 
 /// [`write_file`] through a [`ChunkWriter`](crate::aligned::ChunkWriter): for the files
@@ -185,5 +212,43 @@ impl StagedDir {
             return Err(Error::io(self.out, "rename into place", e));
         }
         sync_dir(&self.parent)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A FIFO (as /dev/null or /dev/stdout would be) is written in place and stays a FIFO; a
+    /// link to a file keeps being a link, to the new contents; a directory is an error.
+    #[test]
+    fn special_files_are_written_in_place_and_links_followed() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let f2 = fifo.clone();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            File::open(&f2).unwrap().read_to_string(&mut s).unwrap();
+            s
+        });
+        write_file(&fifo, |w| w.write_all(b"through the pipe").map_err(|e| Error::io(None, "write", e))).unwrap();
+        assert_eq!(reader.join().unwrap(), "through the pipe");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_file(&link, |w| w.write_all(b"new").map_err(|e| Error::io(None, "write", e))).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+
+        let e = write_file(dir.path(), |_| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
     }
 }
