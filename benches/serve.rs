@@ -441,43 +441,53 @@ fn ingest_phase(d: &Path) {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         t.elapsed()
     };
-    ingest("a", "first.jsonl");
-    ingest("b", "first.jsonl");
-    let cli = ingest("b", "rest.jsonl");
-    let srv = Server::start(&d.join("a"), &[]);
-    // Two clients, each sending the next call when its last is answered: one call's body is
-    // read and parsed while the other's documents are checked.
-    let chunks: Vec<&[(String, String)]> = rest.chunks(4096).collect();
-    let next = AtomicU64::new(0);
-    let t = Instant::now();
-    std::thread::scope(|sc| {
-        for _ in 0..2 {
-            let (next, chunks, addr) = (&next, &chunks, &srv.addr);
-            sc.spawn(move || {
-                let mut conn = Conn::new(addr);
-                while let Some(part) = chunks.get(next.fetch_add(1, Relaxed) as usize) {
-                    let body = format!(
-                        "{{\"ids\": [{}], \"texts\": [{}], \"verify\": 0.9}}",
-                        part.iter()
-                            .map(|p| format!("\"{}\"", p.0))
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        part.iter()
-                            .map(|p| format!("\"{}\"", p.1))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    );
-                    let (s, b) =
-                        conn.call("POST", "/v1/ingest", "application/json", body.as_bytes());
-                    assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
-                }
-            });
-        }
-    });
-    let server = t.elapsed();
+    // The bodies are made before the clock starts (the client shares the machine).
+    let bodies: Vec<Vec<u8>> = rest
+        .chunks(4096)
+        .map(|part| {
+            let quoted = |f: &dyn Fn(&(String, String)) -> &str| {
+                part.iter()
+                    .map(|p| format!("\"{}\"", f(p)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            format!(
+                "{{\"ids\": [{}], \"texts\": [{}], \"verify\": 0.9}}",
+                quoted(&|p| &p.0),
+                quoted(&|p| &p.1)
+            )
+            .into_bytes()
+        })
+        .collect();
+    // Three rounds in turns, each into stores that hold the same first part; best of each.
+    let (mut cli, mut server) = (Duration::MAX, Duration::MAX);
+    for round in 0..3 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        ingest(&a, "first.jsonl");
+        ingest(&b, "first.jsonl");
+        cli = cli.min(ingest(&b, "rest.jsonl"));
+        let srv = Server::start(&d.join(&a), &[]);
+        // Two clients, each sending the next call when its last is answered: one call's body
+        // is read and parsed while the other's documents are checked.
+        let next = AtomicU64::new(0);
+        let t = Instant::now();
+        std::thread::scope(|sc| {
+            for _ in 0..2 {
+                let (next, bodies, addr) = (&next, &bodies, &srv.addr);
+                sc.spawn(move || {
+                    let mut conn = Conn::new(addr);
+                    while let Some(body) = bodies.get(next.fetch_add(1, Relaxed) as usize) {
+                        let (s, b) = conn.call("POST", "/v1/ingest", "application/json", body);
+                        assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+                    }
+                });
+            }
+        });
+        server = server.min(t.elapsed());
+    }
     let per = |e: Duration| rest.len() as f64 / e.as_secs_f64();
     println!(
-        "ingest --verify jaccard:0.9, calls of 4,096 documents from 2 clients\t{:.0} documents/s\t{:.0} documents/s (simdex ingest)\t{:.2}x",
+        "ingest --verify jaccard:0.9, calls of 4,096 documents from 2 clients (best of 3, in turns)\t{:.0} documents/s\t{:.0} documents/s (simdex ingest)\t{:.2}x",
         per(server),
         per(cli),
         per(server) / per(cli)

@@ -308,34 +308,22 @@ fn delete(b: &Backend, req: &Request) -> Result<Response, ApiError> {
 }
 
 fn documents(b: &Backend, req: &Request, store: bool) -> Result<Response, ApiError> {
-    let Body::Json(m) = body::body(req, false)? else {
-        unreachable!("binary is not accepted here")
-    };
-    body::only(&m, &["ids", "texts", "verify", "k", "store_only"])?;
-    let ids = body::doc_ids(&m, "ids")?;
-    let texts = body::array(&m, "texts")?
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            v.as_str()
-                .ok_or_else(|| ApiError::invalid(format!("texts[{i}] is {v}, not a string")))
-        })
-        .collect::<Result<Vec<&str>, _>>()?;
-    if ids.len() != texts.len() {
-        return Err(ApiError::invalid(format!(
-            "{} ids and {} texts: one id per text",
-            ids.len(),
-            texts.len()
-        )));
+    if req.content_type() != body::JSON {
+        return Err(ApiError::new(
+            415,
+            "unsupported_media_type",
+            format!("{} takes application/json", req.path),
+        ));
     }
-    let k = body::opt_uint(&m, "k", 64)?;
+    let m = super::documents_body::parse(&req.body)?;
     let opts = IngestOptions::default()
-        .with_k(k.map(|k| k.min(u64::from(u32::MAX)) as u32))
-        .with_verify(body::opt_f64(&m, "verify")?)
-        .with_store_only(body::flag(&m, "store_only")?);
-    let docs: Vec<Document<'_>> = ids
+        .with_k(m.k.map(|k| k as u32))
+        .with_verify(m.verify)
+        .with_store_only(m.store_only);
+    let docs: Vec<Document<'_>> = m
+        .ids
         .iter()
-        .zip(&texts)
+        .zip(&m.texts)
         .map(|(id, text)| Document { id, text })
         .collect();
     let verdicts = match store {

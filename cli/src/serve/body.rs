@@ -235,18 +235,6 @@ pub fn opt_f64(m: &Map<String, Value>, key: &str) -> Result<Option<f64>, ApiErro
     }
 }
 
-/// An optional boolean field (absent: false).
-pub fn flag(m: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(ApiError::invalid(format!(
-            "{key:?} is {}, not a boolean",
-            kind(other)
-        ))),
-    }
-}
-
 /// Refuse fields this operation does not know (a misspelt option is never ignored).
 pub fn only(m: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
     match m.keys().find(|k| !known.contains(&k.as_str())) {

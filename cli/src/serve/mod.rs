@@ -14,6 +14,7 @@ mod admit;
 mod api;
 mod backend;
 mod body;
+mod documents_body;
 mod http;
 mod metrics;
 mod tls;
