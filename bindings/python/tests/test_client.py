@@ -266,6 +266,7 @@ def test_retries_after_503_and_gives_up_in_the_end() -> None:
             assert len(seen) == 3 + 4
     finally:
         httpd.shutdown()
+        httpd.server_close()
     with pytest.raises(simdex.IoError):
         simdex.Client(url, retries=1, timeout=2).health()
     with pytest.raises(simdex.InvalidArgument):
