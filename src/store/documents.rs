@@ -461,10 +461,7 @@ impl Store {
         let mut out = Vec::new();
         let mut mine = Own::default();
         let mut ats: Vec<u64> = Vec::new();
-        let index = g.prefix_index(&e.p)?;
-        for &t in query {
-            ats.extend(index.get(t));
-        }
+        g.prefix_index(&e.p)?.get_all(query, &mut ats);
         let ats = super::prefix::sharing(ats, need);
         if let Some(docs) = g.docs().filter(|_| !ats.is_empty()) {
             let err = |e| g.docs_error(e);

@@ -118,7 +118,8 @@ impl PrefixIndex {
     }
 
     /// Where the sets with `token` in their prefix start in `SETS` (and, rarely, sets with
-    /// another shingle of the same top 32 bits).
+    /// another shingle of the same top 32 bits): one probe of [`PrefixIndex::get_all`].
+    #[cfg(test)]
     pub fn get(&self, token: u64) -> impl Iterator<Item = u64> + '_ {
         let t = top(token);
         let bucket: &[(u32, u32)] = match self.entries.is_empty() {
@@ -135,6 +136,59 @@ impl PrefixIndex {
             .map(|e| self.records[e.1 as usize])
             .filter(|&at| at != DEAD)
     }
+}
+
+impl PrefixIndex {
+    /// Where the sets with each token of `tokens` in their prefix start in `SETS` (and,
+    /// rarely, sets with another shingle of the same top 32 bits), appended to `out`. The directory entries
+    /// of all of them, then their buckets, then the records' offsets are prefetched before any
+    /// is read, so that the probes' cache misses overlap: a probe is three dependent misses in
+    /// an index of hundreds of MB, and a document's prefix is a score of probes.
+    pub fn get_all(&self, tokens: &[u64], out: &mut Vec<u64>) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let bucket_of = |t: u64| (top(t) >> self.shift) as usize;
+        for &t in tokens {
+            prefetch_read(&self.dir[bucket_of(t)]);
+        }
+        let mut spans: Vec<(u32, usize, usize)> = Vec::with_capacity(tokens.len());
+        for &t in tokens {
+            let b = bucket_of(t);
+            let (lo, hi) = (self.dir[b], self.dir[b + 1]);
+            if lo < hi {
+                prefetch_read(&self.entries[lo]);
+                spans.push((top(t), lo, hi));
+            }
+        }
+        let mut ords: Vec<u32> = Vec::new();
+        for (t, lo, hi) in spans {
+            let bucket = &self.entries[lo..hi];
+            let a = bucket.partition_point(|e| e.0 < t);
+            for e in bucket[a..].iter().take_while(|e| e.0 == t) {
+                prefetch_read(&self.records[e.1 as usize]);
+                ords.push(e.1);
+            }
+        }
+        out.extend(
+            ords.into_iter()
+                .map(|o| self.records[o as usize])
+                .filter(|&at| at != DEAD),
+        );
+    }
+}
+
+/// A read prefetch hint for the cache line holding `p` (a hint: never faults, changes nothing).
+#[inline(always)]
+fn prefetch_read<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; SSE is part of every x86-64 CPU.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// An index built a few sets at a time.
@@ -225,5 +279,15 @@ mod tests {
             assert_eq!(got(&after, t), want(&all, t));
         }
         assert!(PrefixIndex::default().get(5).next().is_none());
+        // All tokens at once: what one probe at a time finds, in the same order.
+        for ix in [&whole, &grown, &after] {
+            let mut all = Vec::new();
+            ix.get_all(&tokens, &mut all);
+            let one: Vec<u64> = tokens.iter().flat_map(|&t| ix.get(t)).collect();
+            assert_eq!(all, one);
+        }
+        let mut none = Vec::new();
+        PrefixIndex::default().get_all(&tokens, &mut none);
+        assert!(none.is_empty());
     }
 }
