@@ -204,13 +204,7 @@ fn answers_queries_and_writes_as_brute_force_does() {
     let mut stored = raw_store(d, "s", 2000);
     let srv = Server::start(d, "s", &[], &[]);
     // Near neighbours: flipped bits of stored fingerprints, as JSON and as binary.
-    let mut x = 7u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(7);
     let mut new: Vec<(u64, u64)> = Vec::new();
     for i in 0..300u64 {
         let base = stored[(next() % 2000) as usize].0;
@@ -302,16 +296,21 @@ fn answers_queries_and_writes_as_brute_force_does() {
     assert_eq!(r.json()["ids"], json!([stored[5].1]));
 }
 
-/// JSONL of `n` documents: 120 random words each, every 5th a copy of the one before with one
-/// word changed; ids `d{i}`.
-fn docs(n: usize, seed: u64) -> Vec<(String, String)> {
+/// A xorshift generator from `seed` (not 0).
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed;
-    let mut next = move || {
+    move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         x
-    };
+    }
+}
+
+/// JSONL of `n` documents: 120 random words each, every 5th a copy of the one before with one
+/// word changed; ids `d{i}`.
+fn docs(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut next = xorshift(seed);
     let mut out: Vec<(String, String)> = Vec::new();
     for i in 0..n {
         let text = match (i % 5 == 4, out.last()) {
