@@ -276,32 +276,6 @@ def test_bad_options_are_refused(spark, jsonl: Path) -> None:
         ss.dedup(df, k=9)
 
 
-def test_the_command_line_job(jsonl: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    script = Path(__file__).resolve().parents[3] / "examples" / "spark" / "dedup.py"
-    p = subprocess.run(
-        [sys.executable, str(script), str(jsonl), "--out", str(out), "--master", "local[2]", "--pairs"],
-        capture_output=True, text=True, env=env,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    summary = json.loads(p.stderr.split("simdex spark: ")[-1])
-    import pyarrow.parquet as pq
-
-    removed = pq.read_table(out / "remove").column("id").to_pylist()
-    assert len(removed) == summary["removed"] > 0
-
-    docs = pq.read_table(out / "docs")
-    assert docs.column_names == ["id", "cluster_id", "cluster_size", "keep"]
-    assert docs.num_rows == summary["documents"] - summary["bad"]
-    assert pq.read_table(out / "pairs").num_rows == summary["pairs"]
-    again = subprocess.run(
-        [sys.executable, str(script), str(jsonl), "--out", str(out), "--master", "local[2]"],
-        capture_output=True, text=True, env=env,
-    )
-    assert again.returncode != 0 and "already exists" in again.stderr
-
-
 def test_doc_freqs_sum_to_the_learned_idf() -> None:
     texts = [" ".join(random.Random(i).choices(["a", "b", "c", "d", "e", "f"], k=20)) for i in range(200)]
     parts = [dist.doc_freqs(texts[:70]), dist.doc_freqs(texts[70:])]
@@ -466,3 +440,30 @@ def test_a_result_releases_its_cache(spark) -> None:
             removed = r.stats["removed"]
         assert cached() == before
         assert sum(not d.keep for d in r.docs.collect()) == removed == 35
+
+
+def test_the_command_line_job(jsonl: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The job's main() in this process, on the module's session where earlier tests made one
+    # (a second process would start a second JVM: half a minute of the suite). It stops the
+    # session when it ends, so this test comes last.
+    from simdex.spark.__main__ import main
+
+    out = tmp_path / "out"
+    assert main([str(jsonl), "--out", str(out), "--master", "local[2]", "--pairs"]) == 0
+    summary = json.loads(capsys.readouterr().err.split("simdex spark: ")[-1])
+    import pyarrow.parquet as pq
+
+    removed = pq.read_table(out / "remove").column("id").to_pylist()
+    assert len(removed) == summary["removed"] > 0
+
+    docs = pq.read_table(out / "docs")
+    assert docs.column_names == ["id", "cluster_id", "cluster_size", "keep"]
+    assert docs.num_rows == summary["documents"] - summary["bad"]
+    assert pq.read_table(out / "pairs").num_rows == summary["pairs"]
+    # The script file, refusing an existing output before Spark starts.
+    script = Path(__file__).resolve().parents[3] / "examples" / "spark" / "dedup.py"
+    again = subprocess.run(
+        [sys.executable, str(script), str(jsonl), "--out", str(out), "--master", "local[2]"],
+        capture_output=True, text=True,
+    )
+    assert again.returncode != 0 and "already exists" in again.stderr

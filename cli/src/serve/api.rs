@@ -78,10 +78,7 @@ fn writer(b: &Backend) -> Result<&simdex::Store, ApiError> {
 }
 
 fn no_body(req: &Request) -> Result<(), ApiError> {
-    match body::body(req, false)? {
-        Body::Json(m) => body::only(&m, &[]),
-        Body::Binary(_) => Ok(()),
-    }
+    body::only(&body::object(req)?, &[])
 }
 
 /// `k` as asked (default: the store's), refused above the store's.
@@ -147,19 +144,17 @@ fn near(b: &Backend, req: &Request) -> Result<Response, ApiError> {
                 .ok_or_else(|| ApiError::invalid("the query parameter fingerprint is missing"))?;
             (body::hex(&fp, "fingerprint")?, k_param(req)?)
         }
-        _ => match body::body(req, false)? {
-            Body::Json(m) => {
-                body::only(&m, &["fingerprint", "k"])?;
-                let fp = m
-                    .get("fingerprint")
-                    .ok_or_else(|| ApiError::invalid("the field \"fingerprint\" is missing"))?;
-                (
-                    body::fingerprint(fp, "fingerprint")?,
-                    body::opt_uint(&m, "k", 64)?,
-                )
-            }
-            Body::Binary(_) => unreachable!("binary is not accepted here"),
-        },
+        _ => {
+            let m = body::object(req)?;
+            body::only(&m, &["fingerprint", "k"])?;
+            let fp = m
+                .get("fingerprint")
+                .ok_or_else(|| ApiError::invalid("the field \"fingerprint\" is missing"))?;
+            (
+                body::fingerprint(fp, "fingerprint")?,
+                body::opt_uint(&m, "k", 64)?,
+            )
+        }
     };
     let k = check_k(b, k)?;
     let mut rows: Vec<(u32, u64, u64)> = b
@@ -375,9 +370,7 @@ fn documents(b: &Backend, req: &Request, store: bool) -> Result<Response, ApiErr
 
 fn expire(b: &Backend, req: &Request) -> Result<Response, ApiError> {
     let s = writer(b)?;
-    let Body::Json(m) = body::body(req, false)? else {
-        unreachable!("binary is not accepted here")
-    };
+    let m = body::object(req)?;
     body::only(&m, &["before", "before_seq"])?;
     let before = body::opt_f64(&m, "before")?;
     let seq = body::opt_uint(&m, "before_seq", u64::MAX)?;

@@ -93,15 +93,25 @@ pub enum Body {
 /// The body as JSON (an object) or, where `binary` allows it, as u64 values; an empty body
 /// is an empty object.
 pub fn body(req: &Request, binary: bool) -> Result<Body, ApiError> {
-    let ct = req.content_type();
-    if ct == BINARY && binary {
-        return u64s(&req.body).map(Body::Binary);
+    match binary && req.content_type() == BINARY {
+        true => u64s(&req.body).map(Body::Binary),
+        false => json_object(req, binary).map(Body::Json),
     }
+}
+
+/// The body as a JSON object (an empty body is an empty object).
+pub fn object(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    json_object(req, false)
+}
+
+/// [`object`]; `binary_too` names binary bodies among the accepted ones in the error.
+fn json_object(req: &Request, binary_too: bool) -> Result<Map<String, Value>, ApiError> {
+    let ct = req.content_type();
     if req.body.is_empty() && (ct.is_empty() || ct == JSON) {
-        return Ok(Body::Json(Map::new()));
+        return Ok(Map::new());
     }
     if ct != JSON {
-        let accepted = if binary {
+        let accepted = if binary_too {
             "application/json or application/octet-stream"
         } else {
             "application/json"
@@ -118,7 +128,7 @@ pub fn body(req: &Request, binary: bool) -> Result<Body, ApiError> {
         ));
     }
     match serde_json::from_slice::<Value>(&req.body) {
-        Ok(Value::Object(m)) => Ok(Body::Json(m)),
+        Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(ApiError::invalid(format!(
             "the body is JSON {}, not an object",
             kind(&other)
