@@ -167,22 +167,10 @@ fn near(b: &Backend, req: &Request) -> Result<Response, ApiError> {
         })
         .collect();
     rows.sort_unstable();
-    if body::wants_binary(req) {
-        let mut out = Vec::with_capacity(8 + rows.len() * 20);
-        out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.1.to_le_bytes()));
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.2.to_le_bytes()));
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.0.to_le_bytes()));
-        return Ok(Response::new(200, BINARY, out));
-    }
-    Ok(json(json!({
-        "fingerprint": rows.iter().map(|r| body::fp_json(r.1)).collect::<Vec<_>>(),
-        "distance": rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-        "id": rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-    })))
+    let fps: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    let ids: Vec<u64> = rows.iter().map(|r| r.2).collect();
+    let dist: Vec<u32> = rows.iter().map(|r| r.0).collect();
+    Ok(rows_response(req, None, &fps, &ids, &dist))
 }
 
 fn near_many(b: &Backend, req: &Request, cancel: &ProgressHandle) -> Result<Response, ApiError> {
@@ -198,32 +186,48 @@ fn near_many(b: &Backend, req: &Request, cancel: &ProgressHandle) -> Result<Resp
     };
     let k = check_k(b, k)?;
     let found = b.near_many(&fps, k, cancel)?;
-    let n = found.rows.len();
-    let mut query = Vec::with_capacity(n);
+    let rows = &found.rows;
+    let mut query = Vec::with_capacity(rows.len());
     for (q, w) in found.offsets.windows(2).enumerate() {
         query.extend(std::iter::repeat_n(q as u64, w[1] - w[0]));
     }
+    let fps: Vec<u64> = rows.iter().map(|r| r.fingerprint).collect();
+    let ids: Vec<u64> = rows.iter().map(|r| r.id).collect();
+    let dist: Vec<u32> = rows.iter().map(|r| r.distance).collect();
+    Ok(rows_response(req, Some(&query), &fps, &ids, &dist))
+}
+
+/// Query rows, as the client asked: binary columns (`Accept: application/octet-stream`: the
+/// row count as u64, then the query indexes if there are any, the fingerprints and the ids as
+/// u64 each, then the distances as u32; little-endian), else JSON columns.
+fn rows_response(
+    req: &Request,
+    query: Option<&[u64]>,
+    fps: &[u64],
+    ids: &[u64],
+    dist: &[u32],
+) -> Response {
     if body::wants_binary(req) {
-        let mut out = Vec::with_capacity(8 + n * 28);
-        out.extend_from_slice(&(n as u64).to_le_bytes());
-        query
-            .iter()
-            .for_each(|q| out.extend_from_slice(&q.to_le_bytes()));
-        let rows = &found.rows;
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.fingerprint.to_le_bytes()));
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.id.to_le_bytes()));
-        rows.iter()
-            .for_each(|r| out.extend_from_slice(&r.distance.to_le_bytes()));
-        return Ok(Response::new(200, BINARY, out));
+        let mut out = Vec::with_capacity(8 + fps.len() * 28);
+        out.extend_from_slice(&(fps.len() as u64).to_le_bytes());
+        for column in query.into_iter().chain([fps, ids]) {
+            column
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        }
+        dist.iter()
+            .for_each(|d| out.extend_from_slice(&d.to_le_bytes()));
+        return Response::new(200, BINARY, out);
     }
-    Ok(json(json!({
-        "query_index": query,
-        "fingerprint": found.rows.iter().map(|r| body::fp_json(r.fingerprint)).collect::<Vec<_>>(),
-        "distance": found.rows.iter().map(|r| r.distance).collect::<Vec<_>>(),
-        "id": found.rows.iter().map(|r| r.id).collect::<Vec<_>>(),
-    })))
+    let mut v = json!({
+        "fingerprint": fps.iter().map(|&f| body::fp_json(f)).collect::<Vec<_>>(),
+        "distance": dist,
+        "id": ids,
+    });
+    if let Some(q) = query {
+        v["query_index"] = json!(q);
+    }
+    json(v)
 }
 
 fn ids_of(b: &Backend, req: &Request) -> Result<Response, ApiError> {

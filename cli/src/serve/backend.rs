@@ -27,7 +27,7 @@ pub struct Follower {
     seen: Mutex<Signature>,
 }
 
-/// What changes when a writer logs or compacts: the CURRENT file and each log's length.
+/// What changes when a writer logs or compacts: each log's length, and what CURRENT names.
 #[derive(Debug, PartialEq, Eq, Default)]
 struct Signature(Vec<(String, u64)>);
 
@@ -38,10 +38,8 @@ fn signature(dir: &Path) -> Signature {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let relevant =
-                name == "CURRENT" || (name.starts_with("wal-") && name.ends_with(".log"));
-            let meta = e.metadata().ok()?;
-            relevant.then_some((name, meta.len()))
+            let log = name.starts_with("wal-") && name.ends_with(".log");
+            log.then(|| Some((name, e.metadata().ok()?.len())))?
         })
         .collect();
     if let Ok(current) = std::fs::read(dir.join("CURRENT")) {
