@@ -206,19 +206,11 @@ impl Generation {
             return;
         };
         let mut index = Arc::try_unwrap(old).unwrap_or_else(|shared| (*shared).clone());
-        // The layer's documents' prefixes, by the offset their sets were written at.
-        let mut pairs: Vec<(u64, u64)> = layer
-            .token_pairs()
-            .filter_map(|(t, id)| moved.added.get(&id).map(|&at| (at, t)))
-            .collect();
-        pairs.sort_unstable();
-        let sets = pairs
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|run| (run[0].0, run.iter().map(|p| p.1).collect::<Vec<u64>>()));
-        match &moved.moved {
-            None => index.append(sets),
-            Some(m) => index.relocate(m, sets),
+        if let Some(m) = &moved.moved {
+            index.relocate(m);
         }
+        // The layer's documents' prefixes, straight from its (shingle, id) entries.
+        index.append_records(&moved.added, layer.token_pairs());
         *lock(&self.prefixes) = Some(Arc::new(index));
     }
 
