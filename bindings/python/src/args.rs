@@ -1,10 +1,15 @@
-//! Integer arguments checked at the boundary: a negative or absurd value is a
-//! `simdex.InvalidArgument` naming the argument, never a raw OverflowError or a thread per unit.
+//! Arguments checked at the boundary: integers (a negative or absurd value is a
+//! `simdex.InvalidArgument` naming the argument, never a raw OverflowError or a thread per unit)
+//! and document ids.
 
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
 
+use simdex::DocId;
+
+use crate::arrays::id_array;
 use crate::errors::invalid;
+use crate::texts::Texts;
 
 /// Any Python integer (an int, or anything with `__index__`, such as numpy's integers) as i128
 /// (bigger ones saturate); a TypeError for anything else, bool included.
@@ -65,4 +70,68 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Distance {
         }
         Ok(Distance(k as u32))
     }
+}
+
+/// Document ids from Python under the one id rule (format-spec/simhash.md, "Document ids"): a
+/// uint64/int64 array or ints are numeric ids; a str is a numeric id when it is a canonical
+/// decimal ("5" is the id 5, as in the CLI's JSON Lines), else a string id. None, an Arrow null,
+/// a negative number or another type is an error naming its position.
+pub(crate) fn doc_ids(ids: &Bound<'_, PyAny>) -> PyResult<Vec<DocId>> {
+    use pyo3::types::{PyInt, PyString};
+    if ids.hasattr("dtype")? {
+        let kind: Option<String> = ids
+            .getattr("dtype")
+            .and_then(|d| d.getattr("kind"))
+            .and_then(|k| k.extract())
+            .ok();
+        if matches!(kind.as_deref(), Some("i" | "u")) {
+            let a = id_array(ids, "ids")?;
+            return Ok(a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect());
+        }
+    }
+    if ids.hasattr("__arrow_c_stream__")? || ids.hasattr("__arrow_c_array__")? {
+        let t = Texts::from_py(ids)?;
+        return (0..t.len())
+            .map(|i| match t.is_null(i) {
+                true => Err(invalid(format!(
+                    "ids[{i}] is null: every document needs an id"
+                ))),
+                false => Ok(DocId::parse(t.get(i))),
+            })
+            .collect();
+    }
+    let type_error = || {
+        pyo3::exceptions::PyTypeError::new_err(
+            "ids must be a uint64/int64 numpy array, a sequence of int or str, or an Arrow \
+             string array",
+        )
+    };
+    if ids.is_instance_of::<PyString>() || ids.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(type_error());
+    }
+    let mut out = Vec::new();
+    for (i, item) in ids.try_iter().map_err(|_| type_error())?.enumerate() {
+        let item = item?;
+        if item.is_none() {
+            return Err(invalid(format!(
+                "ids[{i}] is None: every document needs an id"
+            )));
+        }
+        if item.is_instance_of::<PyString>() {
+            out.push(DocId::parse(&item.extract::<String>()?));
+        } else if item.is_instance_of::<PyInt>() {
+            let n: u64 = item.extract().map_err(|_| {
+                invalid(format!("ids[{i}] = {item} is not a document id (0..2**64)"))
+            })?;
+            out.push(DocId::Num(n));
+        } else if let Ok(n) = item.extract::<u64>() {
+            out.push(DocId::Num(n)); // a numpy integer scalar
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "ids[{i}] is a {}: ids are int or str",
+                item.get_type().name()?
+            )));
+        }
+    }
+    Ok(out)
 }

@@ -18,6 +18,7 @@ mod join;
 mod jsonl;
 mod runtime;
 mod store;
+mod store_open;
 mod text;
 mod texts;
 

@@ -7,20 +7,16 @@ use std::sync::RwLock;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 
-use crate::args::{Distance, Threads};
+use crate::args::{Distance, Threads, doc_ids};
 use pyo3::types::PyDict;
 
-use simdex::{
-    CreateOptions, DocId, Document, IngestOptions, Recipe, ShapeRequest, Store, StoreOptions,
-    Verdict,
-};
+use simdex::{DocId, Document, IngestOptions, Store, Verdict};
 
 use crate::handle::Handle;
 use crate::texts::Texts;
 
 use crate::arrays::{id_array, out, u64_array};
-use crate::errors::{invalid, raise, to_py};
-use crate::index::design_choice;
+use crate::errors::{invalid, raise};
 use crate::runtime::{Cancel, LONG_CALL, detached, detached_watched};
 
 /// A store open for reading and (unless read-only) writing.
@@ -121,100 +117,25 @@ impl PyStore {
         learn_from: Option<&Bound<'_, PyAny>>,
         exact: Option<f64>,
     ) -> PyResult<PyStore> {
-        if create && read_only {
-            return Err(invalid("create=True and read_only=True exclude each other"));
-        }
-        if !documents
-            && (html.is_some() || shingle.is_some() || learn_from.is_some() || exact.is_some())
-        {
-            return Err(invalid(
-                "html, shingle, learn_from and exact describe a document store: pass \
-                 documents=True",
-            ));
-        }
-        let sample = learn_from.map(Texts::from_py).transpose()?;
-        let opts = StoreOptions::default()
-            .with_sync(sync.parse().map_err(to_py)?)
-            .with_max_delta(max_delta)
-            .with_mem_bytes(mem_bytes)
-            .with_populate(populate);
-        opts.validate().map_err(to_py)?;
-        let codec = codec.map(str::parse).transpose().map_err(to_py)?;
-        let copts = CreateOptions::default()
-            .with_k(k.map_or(3, |k| k.0))
-            .with_design(design_choice(design.unwrap_or("auto")))
-            .with_codec(codec.unwrap_or(simdex::raw::Codec::HDelta))
-            .with_block_size(block_size)
-            .with_expected_keys(expected);
-        let mut req = ShapeRequest::default();
-        req.k = k.map(|k| k.0);
-        req.design = design.map(str::to_string);
-        req.codec = codec;
-        req.block_size = block_size.map(Some);
-        let p = path.clone();
-        let store = detached(py, None, move || {
-            let created = create && !Store::is_store(&p);
-            if created {
-                let recipe = match (documents, &sample) {
-                    (false, _) => None,
-                    (true, None) => Some(Recipe::new(
-                        shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
-                        html.unwrap_or(false),
-                        Default::default(),
-                        None,
-                    )?),
-                    (true, Some(t)) => Some(Recipe::learn(
-                        shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
-                        html.unwrap_or(false),
-                        Default::default(),
-                        (0..t.len()).map(|i| t.get(i)),
-                    )?),
-                };
-                let recipe =
-                    recipe
-                        .map(|r| r.with_exact(exact))
-                        .transpose()?
-                        .map(|r| match &sample {
-                            Some(t) => r.learn_order((0..t.len()).map(|i| t.get(i))),
-                            None => r,
-                        });
-                Store::create(&p, &copts.with_recipe(recipe))?;
-            }
-            let store = if read_only {
-                Handle::Read(simdex::ReadOnlyStore::open_with(&p, &opts)?)
-            } else {
-                Handle::Write(Store::open(&p, &opts)?)
-            };
-            match store.recipe() {
-                Some(r) if exact.is_some() && r.exact() != exact => {
-                    return Err(simdex::Error::InvalidArgument(format!(
-                        "{} already exists with exact={:?}, not exact={:?}: a store's recipe is \
-                         fixed when it is created",
-                        p.display(),
-                        r.exact(),
-                        exact
-                    )));
-                }
-                Some(r) => r.check_request(shingle, html)?,
-                None if documents => {
-                    return Err(simdex::Error::InvalidArgument(format!(
-                        "{} is a store of raw fingerprints, not a document store",
-                        p.display()
-                    )));
-                }
-                None => {}
-            }
-            // Options for a new store must not be ignored silently when it already exists.
-            if let Some((what, given, has)) = store.stats().shape_difference(&req) {
-                let what = what.replace('-', "_");
-                return Err(simdex::Error::InvalidArgument(format!(
-                    "{} already exists with {what}={has}, not {what}={given}: leave {what} out \
-                     to open it as it is, or change it with `simdex rebuild`",
-                    p.display()
-                )));
-            }
-            Ok(store)
-        })?;
+        let request = crate::store_open::Request {
+            create,
+            k: k.map(|k| k.0),
+            design,
+            codec,
+            block_size,
+            expected,
+            sync,
+            max_delta,
+            mem_bytes,
+            read_only,
+            populate,
+            documents,
+            html,
+            shingle,
+            sample: learn_from.map(Texts::from_py).transpose()?,
+            exact,
+        };
+        let store = crate::store_open::open(py, &path, request)?;
         let torn = store.recovery().warnings();
         let py_store = PyStore {
             inner: RwLock::new(Some(store)),
@@ -623,68 +544,4 @@ impl PyStore {
     fn __repr__(&self) -> String {
         format!("simdex.Store({:?})", self.path.display().to_string())
     }
-}
-
-/// Document ids from Python under the one id rule (format-spec/simhash.md, "Document ids"): a
-/// uint64/int64 array or ints are numeric ids; a str is a numeric id when it is a canonical
-/// decimal ("5" is the id 5, as in the CLI's JSON Lines), else a string id. None, an Arrow null,
-/// a negative number or another type is an error naming its position.
-fn doc_ids(ids: &Bound<'_, PyAny>) -> PyResult<Vec<DocId>> {
-    use pyo3::types::{PyInt, PyString};
-    if ids.hasattr("dtype")? {
-        let kind: Option<String> = ids
-            .getattr("dtype")
-            .and_then(|d| d.getattr("kind"))
-            .and_then(|k| k.extract())
-            .ok();
-        if matches!(kind.as_deref(), Some("i" | "u")) {
-            let a = id_array(ids, "ids")?;
-            return Ok(a.as_slice()?.iter().map(|&n| DocId::Num(n)).collect());
-        }
-    }
-    if ids.hasattr("__arrow_c_stream__")? || ids.hasattr("__arrow_c_array__")? {
-        let t = Texts::from_py(ids)?;
-        return (0..t.len())
-            .map(|i| match t.is_null(i) {
-                true => Err(invalid(format!(
-                    "ids[{i}] is null: every document needs an id"
-                ))),
-                false => Ok(DocId::parse(t.get(i))),
-            })
-            .collect();
-    }
-    let type_error = || {
-        pyo3::exceptions::PyTypeError::new_err(
-            "ids must be a uint64/int64 numpy array, a sequence of int or str, or an Arrow \
-             string array",
-        )
-    };
-    if ids.is_instance_of::<PyString>() || ids.is_instance_of::<pyo3::types::PyBytes>() {
-        return Err(type_error());
-    }
-    let mut out = Vec::new();
-    for (i, item) in ids.try_iter().map_err(|_| type_error())?.enumerate() {
-        let item = item?;
-        if item.is_none() {
-            return Err(invalid(format!(
-                "ids[{i}] is None: every document needs an id"
-            )));
-        }
-        if item.is_instance_of::<PyString>() {
-            out.push(DocId::parse(&item.extract::<String>()?));
-        } else if item.is_instance_of::<PyInt>() {
-            let n: u64 = item.extract().map_err(|_| {
-                invalid(format!("ids[{i}] = {item} is not a document id (0..2**64)"))
-            })?;
-            out.push(DocId::Num(n));
-        } else if let Ok(n) = item.extract::<u64>() {
-            out.push(DocId::Num(n)); // a numpy integer scalar
-        } else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "ids[{i}] is a {}: ids are int or str",
-                item.get_type().name()?
-            )));
-        }
-    }
-    Ok(out)
 }
