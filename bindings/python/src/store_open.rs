@@ -34,68 +34,50 @@ pub(crate) struct Request<'a> {
     pub exact: Option<f64>,
 }
 
-/// Open the store at `path` as `r` asks, creating it first if asked and absent.
-pub(crate) fn open(py: Python<'_>, path: &Path, r: Request<'_>) -> PyResult<Handle> {
-    let Request {
-        create,
-        k,
-        design,
-        codec,
-        block_size,
-        expected,
-        sync,
-        max_delta,
-        mem_bytes,
-        read_only,
-        populate,
-        documents,
-        html,
-        shingle,
-        sample,
-        exact,
-    } = r;
-    if create && read_only {
+/// Open the store at `path` as `o` asks, creating it first if asked and absent.
+pub(crate) fn open(py: Python<'_>, path: &Path, o: Request<'_>) -> PyResult<Handle> {
+    if o.create && o.read_only {
         return Err(invalid("create=True and read_only=True exclude each other"));
     }
-    if !documents && (html.is_some() || shingle.is_some() || sample.is_some() || exact.is_some()) {
+    let names_documents =
+        o.html.is_some() || o.shingle.is_some() || o.sample.is_some() || o.exact.is_some();
+    if !o.documents && names_documents {
         return Err(invalid(
             "html, shingle, learn_from and exact describe a document store: pass \
              documents=True",
         ));
     }
     let opts = StoreOptions::default()
-        .with_sync(sync.parse().map_err(to_py)?)
-        .with_max_delta(max_delta)
-        .with_mem_bytes(mem_bytes)
-        .with_populate(populate);
+        .with_sync(o.sync.parse().map_err(to_py)?)
+        .with_max_delta(o.max_delta)
+        .with_mem_bytes(o.mem_bytes)
+        .with_populate(o.populate);
     opts.validate().map_err(to_py)?;
-    let codec = codec.map(str::parse).transpose().map_err(to_py)?;
+    let codec = o.codec.map(str::parse).transpose().map_err(to_py)?;
     let copts = CreateOptions::default()
-        .with_k(k.unwrap_or(3))
-        .with_design(design_choice(design.unwrap_or("auto")))
+        .with_k(o.k.unwrap_or(3))
+        .with_design(design_choice(o.design.unwrap_or("auto")))
         .with_codec(codec.unwrap_or(simdex::raw::Codec::HDelta))
-        .with_block_size(block_size)
-        .with_expected_keys(expected);
-    let mut req = ShapeRequest::default();
-    req.k = k;
-    req.design = design.map(str::to_string);
-    req.codec = codec;
-    req.block_size = block_size.map(Some);
+        .with_block_size(o.block_size)
+        .with_expected_keys(o.expected);
+    let mut shape = ShapeRequest::default();
+    shape.k = o.k;
+    shape.design = o.design.map(str::to_string);
+    shape.codec = codec;
+    shape.block_size = o.block_size.map(Some);
     let p = path.to_path_buf();
+    let (shingle, html, exact) = (o.shingle, o.html, o.exact);
+    let (create, documents, read_only, sample) = (o.create, o.documents, o.read_only, o.sample);
     detached(py, None, move || {
-        let created = create && !Store::is_store(&p);
-        if created {
+        if create && !Store::is_store(&p) {
+            let shingle = shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE);
+            let html = html.unwrap_or(false);
             let recipe = match (documents, &sample) {
                 (false, _) => None,
-                (true, None) => Some(Recipe::new(
-                    shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
-                    html.unwrap_or(false),
-                    Default::default(),
-                    None,
-                )?),
+                (true, None) => Some(Recipe::new(shingle, html, Default::default(), None)?),
                 (true, Some(t)) => Some(Recipe::learn(
-                    shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE),
-                    html.unwrap_or(false),
+                    shingle,
+                    html,
                     Default::default(),
                     (0..t.len()).map(|i| t.get(i)),
                 )?),
@@ -134,7 +116,7 @@ pub(crate) fn open(py: Python<'_>, path: &Path, r: Request<'_>) -> PyResult<Hand
             None => {}
         }
         // Options for a new store must not be ignored silently when it already exists.
-        if let Some((what, given, has)) = store.stats().shape_difference(&req) {
+        if let Some((what, given, has)) = store.stats().shape_difference(&shape) {
             let what = what.replace('-', "_");
             return Err(simdex::Error::InvalidArgument(format!(
                 "{} already exists with {what}={has}, not {what}={given}: leave {what} out \
