@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::buckets::Buckets;
 use super::docs::DocMeta;
 use super::multimap::MultiMap;
+use super::prefix_map::PrefixMap;
 use super::prefix::Prefixer;
 
 use crate::permutation::Permutation;
@@ -49,7 +50,7 @@ pub struct Layer {
     /// documents put here, prefix shingle → ids (an id put again or deleted may stay listed:
     /// a candidate is read back before it is compared).
     prefixer: Option<Arc<Prefixer>>,
-    tokens: MultiMap,
+    tokens: PrefixMap,
 }
 
 /// Operations a document with a shingle set counts besides its set's (about 800 bytes of
@@ -72,7 +73,7 @@ impl Layer {
             docs: FastMap::default(),
             spans: FastSet::default(),
             prefixer: None,
-            tokens: MultiMap::default(),
+            tokens: PrefixMap::default(),
         }
     }
 
@@ -96,13 +97,14 @@ impl Layer {
         self.prefixer.as_ref()
     }
 
-    /// The ids put here with `token` in their indexed prefix (and perhaps some put again or
-    /// deleted since).
-    pub fn token_ids(&self, token: u64) -> impl Iterator<Item = u64> + '_ {
-        self.tokens.get(token)
+    /// The ids put here with each of `tokens` in their indexed prefix (and perhaps some put
+    /// again or deleted since), an id once per token, appended to `out` in no particular order.
+    pub fn token_ids(&self, tokens: &[u64], out: &mut Vec<u64>) {
+        self.tokens.get_all(tokens, out)
     }
 
-    /// The prefix index's (shingle, id) entries, in no particular order.
+    /// The prefix index's (shingle, id) entries, in no particular order: of each shingle its
+    /// top 32 bits (what the generation's index keeps), the rest zero.
     pub fn token_pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.tokens.iter()
     }
@@ -174,9 +176,7 @@ impl Layer {
                     &computed
                 }
             };
-            for &t in prefix {
-                self.tokens.insert(t, id);
-            }
+            self.tokens.insert_all(prefix, id);
         }
         self.docs.insert(id, doc);
         self.spans.insert(id >> SPAN_BITS);
@@ -271,7 +271,7 @@ impl Layer {
             self.spans.insert(id >> SPAN_BITS);
         }
         for (t, id) in newer.tokens.iter() {
-            self.tokens.insert(t, id);
+            self.tokens.insert_all(&[t], id);
         }
     }
 }

@@ -362,7 +362,7 @@ impl Store {
                     DocId::Key(k) => Some(Arc::clone(k)),
                     DocId::Num(_) => None,
                 },
-                sketch: h.sketch.into(),
+                sketch: h.sketch,
                 set: h.set.map(|hashes| {
                     Arc::new(DocSet {
                         fingerprint: fp,
@@ -384,7 +384,7 @@ impl Store {
                 id: n,
                 replaces: exists,
                 doc: meta,
-                prefix: h.prefix.map(Vec::into_boxed_slice),
+                prefix: h.prefix,
             });
         }
         if store && !puts.is_empty() {
@@ -499,10 +499,10 @@ impl Store {
         }
         // Put in a layer: their newest version (a token's ids may include one put again or
         // deleted since).
-        let ids: Vec<u64> = query
-            .iter()
-            .flat_map(|&t| layers.iter().flat_map(move |l| l.token_ids(t)))
-            .collect();
+        let mut ids: Vec<u64> = Vec::new();
+        for l in &layers {
+            l.token_ids(query, &mut ids);
+        }
         for id in super::prefix::sharing(ids, need) {
             let Some(doc) = layers.iter().rev().find_map(|l| l.doc(id)).flatten() else {
                 continue;

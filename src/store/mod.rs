@@ -44,6 +44,7 @@ mod pigeonhole;
 mod pool;
 internal_mod!(prefix);
 mod prefix_index;
+mod prefix_map;
 internal_mod!(storage);
 mod query;
 mod read_only;

@@ -108,13 +108,6 @@ impl MultiMap {
         )
     }
 
-    /// Empty, keeping the memory.
-    pub(crate) fn clear(&mut self) {
-        self.first.clear();
-        self.rest.clear();
-        self.len = 0;
-    }
-
     /// Pairs held.
     pub(crate) fn len(&self) -> usize {
         self.len

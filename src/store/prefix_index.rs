@@ -194,7 +194,7 @@ impl PrefixIndex {
 
 /// A read prefetch hint for the cache line holding `p` (a hint: never faults, changes nothing).
 #[inline(always)]
-fn prefetch_read<T>(p: &T) {
+pub(super) fn prefetch_read<T>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults, whatever the address; SSE is part of every x86-64 CPU.
     unsafe {

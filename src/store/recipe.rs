@@ -65,18 +65,34 @@ pub struct Recipe {
     hasher: Simhasher,
 }
 
+/// A thread's buffers for a document's shingles, its prefix and the prefix's frequent
+/// shingles, reused from document to document.
+#[derive(Default)]
+struct Bufs {
+    shingles: Vec<u64>,
+    prefix: Vec<u64>,
+    frequent: Vec<(u32, u64)>,
+}
+
+thread_local! {
+    static BUFS: std::cell::RefCell<Bufs> = std::cell::RefCell::default();
+}
+
+/// Shingles of buffer a thread keeps between documents (8 MB).
+const KEEP_SHINGLES: usize = 1 << 20;
+
 /// What one document became.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hashed {
     /// Its fingerprint; `None` for a document without words (nobody's near-duplicate).
     pub fingerprint: Option<u64>,
     /// Its sketch of word 3-shingles.
-    pub sketch: Vec<u8>,
+    pub sketch: Arc<[u8]>,
     /// Its word 3-shingle set (ascending), where the recipe keeps sets.
     pub set: Option<Vec<u64>>,
     /// The set's prefix at the recipe's threshold: its first shingles in the recipe's order,
     /// in that order (`super::prefix`), computed here, with the set, on all cores.
-    pub prefix: Option<Vec<u64>>,
+    pub(crate) prefix: Option<super::prefix::PrefixBuf>,
 }
 
 /// Recipes are equal when they hash alike (the hasher is made from the other fields).
@@ -259,33 +275,48 @@ impl Recipe {
         fn hash(&self, text: &str) -> Hashed {
             let text = self.visible(text);
             let mut feats = Vec::new();
-            let mut set = Vec::new();
             let keep = self.exact.is_some();
-            let sketch = self.sketch.sketch_with(|bins| {
-                feats =
-                    crate::simhash::features_and_shingles(&text, self.shingle, TRUTH_SHINGLE, |h| {
-                        bins.add(h);
-                        if keep {
-                            set.push(h);
-                        }
-                    });
-            });
-            let set = keep.then(|| {
-                set.sort_unstable();
-                set.dedup();
-                set.shrink_to_fit();
-                set
-            });
-            let prefix = set
-                .as_deref()
-                .zip(self.exact)
-                .map(|(s, t0)| self.order.prefix(s, t0));
-            Hashed {
-                fingerprint: self.hasher.try_hash_features(feats),
-                sketch,
-                set,
-                prefix,
-            }
+            // The set and its prefix are gathered in the thread's buffers and copied out in
+            // one allocation each (at most): a document's blocks are often freed on the pool's
+            // other thread, which then waits for this one's allocator lock, and growing them a
+            // shingle at a time took that lock a dozen times a document.
+            BUFS.with_borrow_mut(|b| {
+                let Bufs { shingles: all, prefix: pre, frequent } = b;
+                all.clear();
+                let sketch = self.sketch.sketch_with(|bins| {
+                    feats = crate::simhash::features_and_shingles(
+                        &text,
+                        self.shingle,
+                        TRUTH_SHINGLE,
+                        |h| {
+                            bins.add(h);
+                            if keep {
+                                all.push(h);
+                            }
+                        },
+                    );
+                });
+                let set = keep.then(|| {
+                    all.sort_unstable();
+                    all.dedup();
+                    all.to_vec()
+                });
+                let prefix = set.as_deref().zip(self.exact).map(|(s, t0)| {
+                    self.order.prefix_into(s, t0, pre, frequent);
+                    super::prefix::PrefixBuf::new(pre)
+                });
+                // A huge text's buffer is not kept for the thread's next, typical one.
+                if all.capacity() > KEEP_SHINGLES {
+                    *all = Vec::new();
+                    *frequent = Vec::new();
+                }
+                Hashed {
+                    fingerprint: self.hasher.try_hash_features(feats),
+                    sketch: sketch.into(),
+                    set,
+                    prefix,
+                }
+            })
         }
     }
 
@@ -539,7 +570,7 @@ mod tests {
             "The Quick, brown fox -- jumps over the LAZY dog; the quick brown fox!",
         ] {
             let set = crate::dedup::verify::shingle_set(text, 3);
-            assert_eq!(r.hash(text).sketch, r.sketch.sketch(&set), "{text:?}");
+            assert_eq!(*r.hash(text).sketch, *r.sketch.sketch(&set), "{text:?}");
             let want = Simhasher::new(SimhashOptions::default())
                 .unwrap()
                 .try_hash_text(text);

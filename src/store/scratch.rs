@@ -9,7 +9,7 @@ use super::candidate::{Candidate, Compared, Exact, better, similarity};
 use super::delta::{Layer, SPAN_BITS};
 use super::docs::DocMeta;
 use super::keys::DocId;
-use super::multimap::MultiMap;
+use super::prefix_map::PrefixMap;
 use super::pigeonhole::Pigeonhole;
 use super::sets::DocSet;
 use crate::error::Result;
@@ -26,7 +26,7 @@ pub(super) struct Scratch {
     docs: Vec<CallDoc>,
     /// Exact verification: the call's documents by prefix shingle (indices into `docs`).
     pub(super) exact: Option<Exact>,
-    tokens: MultiMap,
+    tokens: PrefixMap,
     /// The `seq` the call's next new document gets.
     pub(super) next_seq: u64,
     /// The current group's fingerprints (`docs[older_len..]`), indexed, or for a k too large
@@ -65,7 +65,7 @@ impl Scratch {
             tables,
             docs: Vec::new(),
             exact,
-            tokens: MultiMap::default(),
+            tokens: PrefixMap::default(),
             next_seq: seq,
             recent: match Pigeonhole::new(k) {
                 Some(p) => Recent::Indexed(p),
@@ -120,9 +120,7 @@ impl Scratch {
             }
         }
         if let (Some(_), Some(prefix)) = (&self.exact, prefix) {
-            for &t in prefix {
-                self.tokens.insert(t, i as u64);
-            }
+            self.tokens.insert_all(prefix, i as u64);
         }
         self.docs
             .push((fp, n, id, Arc::clone(&doc.sketch), doc.set.clone()));
@@ -167,14 +165,12 @@ impl Scratch {
     ) -> Option<Candidate> {
         let e = self.exact.as_ref()?;
         let (query, need) = e.probe(set.len(), prefix);
-        let hits: Vec<usize> = query
-            .iter()
-            .flat_map(|&t| self.tokens.get(t))
-            .map(|i| i as usize)
-            .collect();
+        let mut hits: Vec<u64> = Vec::new();
+        self.tokens.get_all(query, &mut hits);
         let seen = super::prefix::sharing(hits, need);
         let mut best: Option<Candidate> = None;
         for i in seen {
+            let i = i as usize;
             let (fp, n, id, _, s) = &self.docs[i];
             let Some(s) = s.as_ref().filter(|_| self.live[i] && Some(*n) != own) else {
                 continue;

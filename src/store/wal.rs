@@ -70,7 +70,7 @@ pub struct Put {
     pub doc: DocMeta,
     /// Its set's indexed prefix, when the writer has it at hand (a replay computes it again):
     /// not logged.
-    pub prefix: Option<Box<[u64]>>,
+    pub prefix: Option<super::prefix::PrefixBuf>,
 }
 
 impl Record {

@@ -474,7 +474,7 @@ fn golden_exact_store_files() {
         assert_eq!(h.set.as_deref(), Some(&shingle_set(texts[i], 3)[..]));
         DocMeta {
             key: key.map(Into::into),
-            sketch: h.sketch.into(),
+            sketch: h.sketch,
             set: Some(std::sync::Arc::new(DocSet {
                 fingerprint: h.fingerprint.unwrap(),
                 seq,
