@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use simdex::{
@@ -145,10 +146,10 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         })
         .with_progress(crate::progress::handle(!a.quiet));
     let check = IngestOptions::default().with_k(a.k).with_verify(a.verify);
-    let mut store: Option<Store> = None;
+    let mut store: Option<Arc<Store>> = None;
     let mut learning: Vec<Doc> = Vec::new();
     if Store::is_store(&a.dir) {
-        store = Some(open_existing(&a, &opts)?);
+        store = Some(Arc::new(open_existing(&a, &opts)?));
     }
     // A sample to learn the weights from, when creating.
     let sample: Option<Vec<Doc>> = match (&store, a.learn_from.is_empty()) {
@@ -185,11 +186,12 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     };
     let (mut new, mut dups, mut empty, mut again) = (0u64, 0u64, 0u64, 0u64);
     let stopped = std::cell::Cell::new(false);
-    let mut run = |w: &mut dyn Write, store: &Store, docs: &[Doc]| -> Result<()> {
+    let out = std::cell::RefCell::new(crate::durable_lines::DurableLines::new());
+    let mut run = |w: &mut dyn Write, store: &Arc<Store>, docs: &[Doc]| -> Result<()> {
         for chunk in docs.chunks(batch) {
             if crate::interrupt::signalled().is_some() {
                 stopped.set(true);
-                return Ok(());
+                return out.borrow_mut().finish(w);
             }
             let ids: Vec<DocId> = chunk.iter().map(|d| DocId::parse(&d.id)).collect();
             let input: Vec<Document<'_>> = chunk
@@ -198,25 +200,31 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                 .map(|(d, id)| Document { id, text: &d.text })
                 .collect();
             let verdicts = match a.check_only {
-                true => store.check_documents(&input, &check)?,
-                false => store.ingest(&input, &check)?,
+                true => store.check_documents(&input, &check),
+                false => store.ingest(&input, &check),
             };
-            if per_batch {
-                store.flush()?;
-            }
+            let verdicts = match verdicts {
+                Ok(v) => v,
+                Err(e) => {
+                    // The batch before is stored: its lines are still written (a failed sync
+                    // reports itself at the next write).
+                    let _ = out.borrow_mut().finish(w);
+                    return Err(e);
+                }
+            };
+            let mut lines = Vec::new();
             for (d, v) in chunk.iter().zip(verdicts) {
                 match v {
                     Verdict::Duplicate { id, similarity, .. } => {
                         dups += 1;
-                        writeln!(w, "{}\t{id}\t{similarity:.4}", d.id)
-                            .map_err(crate::util::out_err)?;
+                        let _ = writeln!(lines, "{}\t{id}\t{similarity:.4}", d.id);
                     }
                     Verdict::Empty => empty += 1,
                     Verdict::AlreadyStored => again += 1,
                     _ => new += 1,
                 }
             }
-            w.flush().map_err(crate::util::out_err)?;
+            out.borrow_mut().batch(w, store, lines, per_batch)?;
         }
         Ok(())
     };
@@ -250,7 +258,11 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                     // The sample is the first --learn documents, or fewer once their texts take
                     // SAMPLE_BYTES (it is held in memory until the store exists).
                     if store.is_none() && (learning.len() >= learn || held >= SAMPLE_BYTES) {
-                        store = Some(create(&a, &opts, sample.as_deref().unwrap_or(&learning))?);
+                        store = Some(Arc::new(create(
+                            &a,
+                            &opts,
+                            sample.as_deref().unwrap_or(&learning),
+                        )?));
                     }
                     if let Some(s) = &store
                         && learning.len() >= batch
@@ -266,10 +278,13 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                 Ok(())
             };
             let checked = checked();
+            // The last batch's lines, once its sync is done, however the reading ended.
+            let finished = out.borrow_mut().finish(w);
             let counts = reader
                 .join()
                 .unwrap_or_else(|_| Err(Error::InvalidArgument("the input reader failed".into())));
             checked?;
+            finished?;
             if stopped.get() {
                 // The reader stopped because nothing reads its chunks any more.
                 return Ok((0, 0));
@@ -277,10 +292,15 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             let counts = counts?;
             if store.is_none() {
                 // The whole input fit in the learning sample.
-                store = Some(create(&a, &opts, sample.as_deref().unwrap_or(&learning))?);
+                store = Some(Arc::new(create(
+                    &a,
+                    &opts,
+                    sample.as_deref().unwrap_or(&learning),
+                )?));
             }
             if let Some(s) = &store {
                 run(w, s, &learning)?;
+                out.borrow_mut().finish(w)?;
             }
             Ok(counts)
         })

@@ -11,6 +11,7 @@ mod dedup_cmd;
 mod demo;
 mod designs;
 mod docs;
+mod durable_lines;
 mod gen_cmd;
 mod hash_cmd;
 mod idf_cmd;
