@@ -175,7 +175,9 @@ impl PrefixIndex {
                 spans.push((top(t), lo, hi));
             }
         }
-        let mut ords: Vec<u32> = Vec::new();
+        // Sized up front (about four entries a bucket): a vector grown a push at a time took the
+        // allocator's lock at each step, which the pool's other thread wanted too.
+        let mut ords: Vec<u32> = Vec::with_capacity(spans.len() * 4);
         for (t, lo, hi) in spans {
             let bucket = &self.entries[lo..hi];
             let a = bucket.partition_point(|e| e.0 < t);
@@ -184,6 +186,7 @@ impl PrefixIndex {
                 ords.push(e.1);
             }
         }
+        out.reserve(ords.len());
         out.extend(
             ords.into_iter()
                 .map(|o| self.records[o as usize])
