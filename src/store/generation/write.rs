@@ -243,7 +243,7 @@ fn compact_docs(
         .len();
     let mut out = None;
     crate::atomic::write_file(path, |w| {
-        let mut sw = std::io::BufWriter::with_capacity(1 << 20, &file);
+        let mut sw = std::io::BufWriter::with_capacity(1 << 20, crate::os::Writeback::new(&file, end));
         let mut dw = DocsWriter::appending(w, sketch_bytes, &mut sw, end, live)?;
         dw.raise_max_seq(max_seq);
         out = Some(merge_compaction(&mut dw, d, layer, true, &dir)?);
