@@ -1,6 +1,7 @@
-//! The operating system's memory hints, a leaf module (nothing of simdex below it): reading
-//! ahead when the tables are not in memory, and huge pages for the in-memory last-key arrays,
-//! tables read into memory and populated table maps.
+//! The operating system's memory and writeback hints, a leaf module (nothing of simdex below
+//! it): reading ahead when the tables are not in memory, huge pages for the in-memory last-key
+//! arrays, tables read into memory, populated table maps and in-memory hash tables, and
+//! writeback started while a large file is written.
 //!
 //! A CPU prefetch never faults a page in, so when an index's files are not in the page cache a
 //! query's t probes each wait for their own disk read, one after another. For that case the
