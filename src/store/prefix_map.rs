@@ -85,24 +85,20 @@ impl PrefixMap {
         let ord = u32::try_from(self.ids.len() + 1).expect("fewer than 2^32 documents");
         self.ids.push(id);
         self.reserve(tokens.len());
-        for &t in tokens {
-            prefetch_read(&self.slots[self.home(top(t))]);
-        }
-        let mask = self.slots.len() - 1;
+        self.prefetch(tokens);
         for &t in tokens {
             let t = top(t);
-            let mut i = self.home(t);
-            loop {
-                let e = self.slots[i];
-                if e == 0 {
-                    self.slots[i] = u64::from(t) << 32 | u64::from(ord);
-                    self.len += 1;
-                    break;
+            // Its first free slot, unless (t, id) is there already.
+            let free = self.probe(t).find_map(|(i, e)| match e {
+                0 => Some(Some(i)),
+                _ if (e >> 32) as u32 == t && self.ids[(e as u32 - 1) as usize] == id => {
+                    Some(None)
                 }
-                if (e >> 32) as u32 == t && self.ids[(e as u32 - 1) as usize] == id {
-                    break;
-                }
-                i = (i + 1) & mask;
+                _ => None,
+            });
+            if let Some(Some(i)) = free {
+                self.slots[i] = u64::from(t) << 32 | u64::from(ord);
+                self.len += 1;
             }
         }
     }
@@ -113,24 +109,39 @@ impl PrefixMap {
         if self.len == 0 {
             return;
         }
-        for &t in tokens {
-            prefetch_read(&self.slots[self.home(top(t))]);
-        }
-        let mask = self.slots.len() - 1;
+        self.prefetch(tokens);
         for &t in tokens {
             let t = top(t);
-            let mut i = self.home(t);
-            loop {
-                let e = self.slots[i];
-                if e == 0 {
-                    break;
-                }
+            for (_, e) in self.probe(t).take_while(|&(_, e)| e != 0) {
                 if (e >> 32) as u32 == t {
                     out.push(self.ids[(e as u32 - 1) as usize]);
                 }
-                i = (i + 1) & mask;
             }
         }
+    }
+
+    /// Ask for the first cache line of each of `tokens`' probe sequences (a table is there).
+    fn prefetch(&self, tokens: &[u64]) {
+        for &t in tokens {
+            prefetch_read(&self.slots[self.home(top(t))]);
+        }
+    }
+
+    /// The probe sequence of shingles with top bits `top`: (slot, entry) from its home to the
+    /// first free slot, that one included (a table is there, never full).
+    fn probe(&self, top: u32) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(top);
+        let mut ended = false;
+        std::iter::from_fn(move || {
+            if ended {
+                return None;
+            }
+            let (at, e) = (i, self.slots[i]);
+            ended = e == 0;
+            i = (i + 1) & mask;
+            Some((at, e))
+        })
     }
 
     /// Every entry as (a shingle with its top bits, id), in no particular order.
