@@ -270,9 +270,7 @@ impl Layer {
             self.docs.insert(id, d.clone());
             self.spans.insert(id >> SPAN_BITS);
         }
-        for (t, id) in newer.tokens.iter() {
-            self.tokens.insert_all(&[t], id);
-        }
+        self.tokens.absorb(&newer.tokens);
     }
 }
 

@@ -27,7 +27,8 @@ pub struct PrefixIndex {
     records: Vec<u64>,
 }
 
-fn top(token: u64) -> u32 {
+/// The top 32 bits of a shingle: what an entry keeps of it.
+pub(super) fn top(token: u64) -> u32 {
     (token >> 32) as u32
 }
 

@@ -17,7 +17,7 @@
 use std::hash::BuildHasher;
 
 use super::hasher::Seeded;
-use super::prefix_index::prefetch_read;
+use super::prefix_index::{prefetch_read, top};
 
 /// See the module docs.
 #[derive(Clone, Default)]
@@ -39,11 +39,6 @@ impl std::fmt::Debug for PrefixMap {
             .field("slots", &self.slots.len())
             .finish()
     }
-}
-
-/// The top 32 bits of a shingle: what an entry keeps of it.
-fn top(token: u64) -> u32 {
-    (token >> 32) as u32
 }
 
 impl PrefixMap {
@@ -68,11 +63,10 @@ impl PrefixMap {
         slots.resize(cap, 0);
         let old = std::mem::replace(&mut self.slots, slots);
         for e in old.into_iter().filter(|&e| e != 0) {
-            let mut i = self.home((e >> 32) as u32);
-            while self.slots[i] != 0 {
-                i = (i + 1) & (cap - 1);
+            let free = self.probe((e >> 32) as u32).find(|&(_, e)| e == 0);
+            if let Some((i, _)) = free {
+                self.slots[i] = e;
             }
-            self.slots[i] = e;
         }
     }
 
@@ -81,25 +75,40 @@ impl PrefixMap {
         if tokens.is_empty() {
             return;
         }
-        // An ordinal is 32 bits: a table of 4 billion documents would need terabytes first.
-        let ord = u32::try_from(self.ids.len() + 1).expect("fewer than 2^32 documents");
+        let ord = self.ids.len();
         self.ids.push(id);
         self.reserve(tokens.len());
         self.prefetch(tokens);
         for &t in tokens {
-            let t = top(t);
-            // Its first free slot, unless (t, id) is there already.
-            let free = self.probe(t).find_map(|(i, e)| match e {
-                0 => Some(Some(i)),
-                _ if (e >> 32) as u32 == t && self.ids[(e as u32 - 1) as usize] == id => {
-                    Some(None)
-                }
-                _ => None,
-            });
-            if let Some(Some(i)) = free {
-                self.slots[i] = u64::from(t) << 32 | u64::from(ord);
-                self.len += 1;
-            }
+            self.put(top(t), ord);
+        }
+    }
+
+    /// Add every entry of `newer` (its inserts' ids after this map's).
+    pub(crate) fn absorb(&mut self, newer: &PrefixMap) {
+        let base = self.ids.len();
+        self.ids.extend_from_slice(&newer.ids);
+        self.reserve(newer.len);
+        for e in newer.slots.iter().filter(|&&e| e != 0) {
+            self.put((e >> 32) as u32, base + (*e as u32 - 1) as usize);
+        }
+    }
+
+    /// Add the entry of top bits `t` for insert `ord`, unless one of `t` for the same id is
+    /// there already (room reserved).
+    fn put(&mut self, t: u32, ord: usize) {
+        // An ordinal is 32 bits: a table of 4 billion documents would need terabytes first.
+        let slot = u32::try_from(ord + 1).expect("fewer than 2^32 documents");
+        let id = self.ids[ord];
+        // Its first free slot, unless (t, id) is there already.
+        let free = self.probe(t).find_map(|(i, e)| match e {
+            0 => Some(Some(i)),
+            _ if (e >> 32) as u32 == t && self.ids[(e as u32 - 1) as usize] == id => Some(None),
+            _ => None,
+        });
+        if let Some(Some(i)) = free {
+            self.slots[i] = u64::from(t) << 32 | u64::from(slot);
+            self.len += 1;
         }
     }
 
@@ -209,6 +218,38 @@ mod tests {
         all.sort_unstable();
         assert_eq!(all, want.into_iter().collect::<Vec<_>>());
         assert!(m.iter().all(|(t, _)| t << 32 == 0));
+    }
+
+    /// A map absorbing another holds the union of their entries, each once, and finds each
+    /// id under its top bits (as replaying several logs into one layer needs).
+    #[test]
+    fn absorbing_a_map_holds_the_union() {
+        let mut x = 5u64;
+        let mut fill = |m: &mut PrefixMap, want: &mut BTreeSet<(u32, u64)>| {
+            for _ in 0..2_000 {
+                x = crate::checksum::mix64(x);
+                let ts: Vec<u64> = (0..x % 12).map(|j| (x.rotate_left(j as u32 * 5) % 200) << 32).collect();
+                let id = (x >> 30) % 60;
+                m.insert_all(&ts, id);
+                want.extend(ts.iter().map(|&t| (top(t), id)));
+            }
+        };
+        let (mut a, mut b) = (PrefixMap::default(), PrefixMap::default());
+        let mut want = BTreeSet::new();
+        fill(&mut a, &mut want);
+        fill(&mut b, &mut want);
+        a.absorb(&b);
+        assert_eq!(a.len(), want.len());
+        let mut all: Vec<(u32, u64)> = a.iter().map(|(t, id)| (top(t), id)).collect();
+        all.sort_unstable();
+        assert_eq!(all, want.iter().copied().collect::<Vec<_>>());
+        for t in 0..200u64 {
+            let mut got = Vec::new();
+            a.get_all(&[t << 32], &mut got);
+            got.sort_unstable();
+            let ids: Vec<u64> = want.range((t as u32, 0)..=(t as u32, u64::MAX)).map(|p| p.1).collect();
+            assert_eq!(got, ids, "top {t}");
+        }
     }
 
     #[test]
