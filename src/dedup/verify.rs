@@ -66,10 +66,9 @@ impl std::str::FromStr for Tokens {
 /// fewer than n), distinct, ascending.
 pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
     let mut v: Vec<u64> = match tokens {
-        Tokens::Unicode => crate::simhash::shingle_features(text, n)
-            .into_iter()
-            .map(|(h, _)| h)
-            .collect(),
+        // Every shingle, sorted and deduplicated below: counting them first, as a fingerprint's
+        // features are, took most of the time.
+        Tokens::Unicode => crate::simhash::text_shingles(text, n),
         Tokens::Whitespace => {
             let words: Vec<&str> = text.split_whitespace().collect();
             let n = n.max(1);
@@ -88,7 +87,7 @@ pub fn shingle_set_with(text: &str, n: usize, tokens: Tokens) -> Vec<u64> {
     v.sort_unstable();
     v.dedup();
     // Exactly its size: a set may be held for a while (verification's budget counts 8 bytes a
-    // hash), and the collect above reuses the 16-byte features' buffer, twice as large.
+    // hash), and the vector above held every shingle, repeats included.
     v.shrink_to_fit();
     v
 }

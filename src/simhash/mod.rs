@@ -155,12 +155,13 @@ pub(crate) fn features_and_set(text: &str, n: usize, m: usize) -> (Vec<(u64, u64
         let mut set: Vec<u64> = if m == n.max(1) {
             feats.iter().map(|&(h, _)| h).collect()
         } else {
-            features_of(toks, counts, m)
-                .into_iter()
-                .map(|(h, _)| h)
-                .collect()
+            // Not counted: a set needs no counts, and the count table was most of the work.
+            let mut all = Vec::with_capacity(toks.len());
+            each_shingle(toks, m, |h| all.push(h));
+            all
         };
         set.sort_unstable();
+        set.dedup();
         set.shrink_to_fit();
         (feats, set)
     })
@@ -179,6 +180,16 @@ pub(crate) fn features_and_shingles(
         let feats = features_of(toks, counts, n);
         each_shingle(toks, m, shingle);
         feats
+    })
+}
+
+/// The hash of each of `text`'s word n-shingles, in text order, repeats included: the keys
+/// of [`shingle_features`] without their counts.
+pub(crate) fn text_shingles(text: &str, n: usize) -> Vec<u64> {
+    with_tokens(text, |toks, _| {
+        let mut all = Vec::with_capacity(toks.len());
+        each_shingle(toks, n, |h| all.push(h));
+        all
     })
 }
 
