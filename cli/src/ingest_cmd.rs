@@ -452,7 +452,8 @@ fn learns_idf(a: &IngestArgs, available: usize) -> bool {
 /// --learn-from's), and open it. A store another process created meanwhile is opened instead.
 fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
     let shingle = a.shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE);
-    let shape = Default::default();
+    let exact = a.verify.filter(|_| !a.estimate);
+    let shape = simdex::dedup::SketchShape::for_store(exact.is_some());
     let idf = learns_idf(a, sample.len());
     let recipe = match idf {
         false => Recipe::new(shingle, a.html, shape, None)?,
@@ -476,7 +477,7 @@ fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> 
     // An exact store orders shingles by their frequency in the sample (format-spec/store.md,
     // "Exact verification").
     let recipe = recipe
-        .with_exact(a.verify.filter(|_| !a.estimate))?
+        .with_exact(exact)?
         .learn_order(sample.iter().take(learn_docs(a)).map(|d| d.text.as_str()));
     let made = Store::create(
         &a.dir,

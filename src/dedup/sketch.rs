@@ -66,6 +66,22 @@ impl Bins<'_> {
 }
 
 impl SketchShape {
+    /// The shape of a store that keeps shingle sets: the smallest there is, 16 bins of 4 bits
+    /// (8 bytes). There the sets decide every answer, exactly, and whether a document put
+    /// again is the version stored; the sketch decides nothing. The default's 128 bytes were
+    /// nine tenths of such a store's document map and 0.1 GB of an ingest's memory at 1M
+    /// documents.
+    pub const EXACT: SketchShape = SketchShape { bins: 16, bits: 4 };
+
+    /// The shape a new store's recipe gets: [`SketchShape::EXACT`] where it keeps shingle
+    /// sets, else the default.
+    pub fn for_store(keeps_sets: bool) -> SketchShape {
+        match keeps_sets {
+            true => SketchShape::EXACT,
+            false => SketchShape::default(),
+        }
+    }
+
     /// A shape; an error unless `bins` is a power of two up to 4096, `bits` is 2, 4 or 8, and
     /// the sketch has at least 8 bytes.
     pub fn new(bins: u32, bits: u32) -> Result<SketchShape> {

@@ -317,10 +317,10 @@ impl Store {
                 false => slots.place(d.id, &|_| None)?,
             };
             // Its latest stored version: one put earlier in this call, or the store's.
-            let same = match scratch.latest(n) {
-                Some((f, s)) => exists && f == fp && **s == *h.sketch,
-                None => exists && own_stored.same,
-            };
+            let same = exists
+                && scratch
+                    .same_as_latest(n, fp, &h.sketch, h.set.as_deref())
+                    .unwrap_or(own_stored.same);
             if same {
                 out.push(Verdict::AlreadyStored);
                 continue;
@@ -400,7 +400,7 @@ impl Store {
 
     /// The stored documents within `k` of `fp` that pass verification, best first, without
     /// `own` (the document's own stored version, if any), and whether `own` is the same
-    /// document (same fingerprint and sketch).
+    /// document ([`Own::same`]).
     fn candidates(
         &self,
         fp: u64,
@@ -421,7 +421,9 @@ impl Store {
         for ((distance, id), doc) in found.into_iter().zip(self.docs_of(&ids)?) {
             let Some(doc) = doc else { continue };
             if Some(id) == own {
-                mine.same = distance == 0 && *doc.sketch == *sketch;
+                mine.same = distance == 0
+                    && *doc.sketch == *sketch
+                    && doc.set.as_deref().map(|s| &s.hashes[..]) == set;
                 continue;
             }
             let theirs = (&doc.sketch[..], doc.set.as_ref().map(|s| &s.hashes[..]));
@@ -481,7 +483,7 @@ impl Store {
                 }
                 if Some(h.id) == own {
                     if let Some(meta) = current(h.id, at)? {
-                        mine.same = h.fingerprint == fp && *meta.sketch == *sketch;
+                        mine.same = h.fingerprint == fp && *meta.sketch == *sketch && buf == set;
                     }
                     continue;
                 }
@@ -509,7 +511,7 @@ impl Store {
             };
             let Some(s) = &doc.set else { continue };
             if Some(id) == own {
-                mine.same = s.fingerprint == fp && *doc.sketch == *sketch;
+                mine.same = s.fingerprint == fp && *doc.sketch == *sketch && *s.hashes == *set;
                 continue;
             }
             if let Some(sim) = crate::dedup::verify::verify_pair(set, &s.hashes, e.t) {
@@ -525,6 +527,9 @@ impl Store {
 /// What a document's check found of its own stored version.
 #[derive(Debug, Default, Clone, Copy)]
 struct Own {
-    /// The stored version has the same fingerprint and sketch.
+    /// The stored version has the same fingerprint, sketch and (where the store keeps them)
+    /// shingle set: the same text, as far as answers can tell, so it is not put again. (Equal
+    /// fingerprints and sketches alone let an edited page keep its old set: a word added to
+    /// a long page often moves neither.)
     same: bool,
 }

@@ -142,11 +142,19 @@ impl Scratch {
         self.by_id.get(&n).map(|&i| self.docs[i].2.clone())
     }
 
-    /// The fingerprint and sketch of the call's latest put of store id `n`, if any.
-    pub(super) fn latest(&self, n: u64) -> Option<(u64, &Arc<[u8]>)> {
-        self.by_id
-            .get(&n)
-            .map(|&i| (self.docs[i].0, &self.docs[i].3))
+    /// Whether the call's latest put of store id `n` has this fingerprint, sketch and set (if
+    /// kept); `None` if the call put nothing under `n`.
+    pub(super) fn same_as_latest(
+        &self,
+        n: u64,
+        fp: u64,
+        sketch: &[u8],
+        set: Option<&[u64]>,
+    ) -> Option<bool> {
+        self.by_id.get(&n).map(|&i| {
+            let d = &self.docs[i];
+            d.0 == fp && *d.3 == *sketch && d.4.as_deref().map(|s| &s.hashes[..]) == set
+        })
     }
 
     /// The `seq` of the call's next new document.

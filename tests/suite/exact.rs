@@ -103,7 +103,7 @@ fn oracle(docs: &[(String, String)], t: f64) -> Vec<Option<(String, f64)>> {
 }
 
 fn exact_store(dir: &std::path::Path, t0: f64, sample: &[(String, String)]) -> Store {
-    let recipe = Recipe::new(2, false, SketchShape::default(), None)
+    let recipe = Recipe::new(2, false, SketchShape::for_store(true), None)
         .unwrap()
         .with_exact(Some(t0))
         .unwrap();
@@ -272,6 +272,65 @@ fn answers_stay_exact_across_compaction_reopening_and_recrawls() {
     );
     assert_eq!(recrawl(), Verdict::AlreadyStored);
     store.verify().unwrap();
+}
+
+/// A long page edited by one word at a time, under its id: every edit replaces the stored
+/// version. One added word often moves neither the fingerprint nor the sketch (an exact
+/// store's is 8 bytes), so only the sets tell the versions apart; the same text again is
+/// already stored, within one call and across calls.
+#[test]
+fn every_edit_of_a_page_replaces_it_however_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = exact_store(dir.path(), 0.9, &[]);
+    let mut st = 5u64;
+    let base: Vec<String> = (0..1500)
+        .map(|_| format!("w{}", common::splitmix(&mut st) % 5000))
+        .collect();
+    let id = DocId::parse("page");
+    let opts = IngestOptions::default().with_verify(Some(0.9));
+    let mut text = base.join(" ");
+    let put = |texts: &[&str]| -> Vec<Verdict> {
+        let docs: Vec<Document<'_>> = texts
+            .iter()
+            .map(|t| Document { id: &id, text: t })
+            .collect();
+        store.ingest(&docs, &opts).unwrap()
+    };
+    assert_eq!(put(&[&text]), [Verdict::New]);
+    for i in 0..150 {
+        let edited = format!("{text} extra{i}");
+        // Alone, and in one call after the version it edits.
+        let got = match i % 2 {
+            0 => put(&[&edited]),
+            _ => put(&[&text, &edited]).split_off(1),
+        };
+        assert_ne!(got, [Verdict::AlreadyStored], "edit {i}");
+        text = edited;
+    }
+    assert_eq!(put(&[&text]), [Verdict::AlreadyStored]);
+    assert_eq!(
+        put(&[&text, &text]),
+        [Verdict::AlreadyStored, Verdict::AlreadyStored]
+    );
+    // The stored version is the last: its text under another id is a copy of it.
+    let probe = DocId::parse("probe");
+    let v = store
+        .check_documents(
+            &[Document {
+                id: &probe,
+                text: &text,
+            }],
+            &opts,
+        )
+        .unwrap();
+    assert_eq!(
+        v,
+        [Verdict::Duplicate {
+            id: id.clone(),
+            similarity: 1.0,
+            distance: 0
+        }]
+    );
 }
 
 /// Many small compactions append to the shingle sets (their records stay put, replaced pages'

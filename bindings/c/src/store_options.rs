@@ -265,9 +265,10 @@ impl simdex_store_options {
                 let shingle = self.shingle.unwrap_or(SimhashOptions::DEFAULT_SHINGLE);
                 let html = self.html.unwrap_or(false);
                 let sample = || self.sample.iter().map(String::as_str);
+                let shape = simdex::dedup::SketchShape::for_store(self.exact.is_some());
                 let r = match self.sample.is_empty() {
-                    true => Recipe::new(shingle, html, Default::default(), None)?,
-                    false => Recipe::learn(shingle, html, Default::default(), sample())?,
+                    true => Recipe::new(shingle, html, shape, None)?,
+                    false => Recipe::learn(shingle, html, shape, sample())?,
                 };
                 let r = r.with_exact(self.exact)?;
                 Some(match self.sample.is_empty() || self.exact.is_none() {

@@ -72,13 +72,14 @@ pub(crate) fn open(py: Python<'_>, path: &Path, o: Request<'_>) -> PyResult<Hand
         if create && !Store::is_store(&p) {
             let shingle = shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE);
             let html = html.unwrap_or(false);
+            let shape = simdex::dedup::SketchShape::for_store(exact.is_some());
             let recipe = match (documents, &sample) {
                 (false, _) => None,
-                (true, None) => Some(Recipe::new(shingle, html, Default::default(), None)?),
+                (true, None) => Some(Recipe::new(shingle, html, shape, None)?),
                 (true, Some(t)) => Some(Recipe::learn(
                     shingle,
                     html,
-                    Default::default(),
+                    shape,
                     (0..t.len()).map(|i| t.get(i)),
                 )?),
             };
