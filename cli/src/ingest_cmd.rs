@@ -242,8 +242,13 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         std::thread::scope(|sc| {
             let (tx, rx) =
                 std::sync::mpsc::sync_channel::<Vec<Doc>>((a.batch as usize).div_ceil(4096) + 2);
+            // Checked batches go back to the reader, which allocated their texts, to be freed
+            // there between its reads: freed here, between two calls, they kept the store's
+            // threads idle (a few ms a batch) and took the reader's allocator lock.
+            let (spent, spent_rx) = std::sync::mpsc::channel::<Vec<Doc>>();
             let reader = sc.spawn(move || {
                 read_docs(&docs, |chunk| {
+                    spent_rx.try_iter().for_each(drop);
                     tx.send(chunk)
                         .map_err(|_| Error::InvalidArgument("ingest stopped".into()))
                 })
@@ -269,7 +274,10 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
                     {
                         let whole = learning.len() / batch * batch;
                         let rest = learning.split_off(whole);
-                        run(w, s, &std::mem::replace(&mut learning, rest))?;
+                        let done = std::mem::replace(&mut learning, rest);
+                        run(w, s, &done)?;
+                        // Once the reader has ended, dropped here.
+                        let _ = spent.send(done);
                         if stopped.get() {
                             return Ok(());
                         }

@@ -358,10 +358,14 @@ impl Recipe {
         s += &format!("sketch {} {}\n", self.sketch.bins(), self.sketch.bits());
         if let Some(t) = self.exact {
             s += &format!("sets {TRUTH_SHINGLE} {t}\n");
+            use std::fmt::Write;
             let entries = self.order.entries();
-            s += &format!("order {}", entries.len());
+            // Written in place: a string formatted per entry was most of creating a store
+            // (a million entries, 0.15 s).
+            s.reserve(entries.len() * 26 + 16);
+            let _ = write!(s, "order {}", entries.len());
             for (h, n) in entries {
-                s += &format!(" {h:016x}:{n}");
+                let _ = write!(s, " {h:016x}:{n}");
             }
             s += "\n";
         }
@@ -450,7 +454,9 @@ impl Recipe {
                     .next()
                     .and_then(|n| n.parse().ok())
                     .filter(|&n| n <= MAX_ORDER)
-                    .ok_or_else(|| Error::corrupt(RECIPE_NAME, 0, "order N (N <= 65536)", ""))?;
+                    .ok_or_else(|| {
+                        Error::corrupt(RECIPE_NAME, 0, format!("order N (N <= {MAX_ORDER})"), "")
+                    })?;
                 let entries: Vec<(u64, u32)> = words
                     .map(|w| {
                         w.split_once(':')
