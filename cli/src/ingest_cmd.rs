@@ -248,9 +248,10 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             let (spent, spent_rx) = std::sync::mpsc::channel::<Vec<Doc>>();
             let reader = sc.spawn(move || {
                 read_docs(&docs, |chunk| {
+                    let sent = tx.send(chunk);
+                    // A batch comes back when its successor is taken: this send's return.
                     spent_rx.try_iter().for_each(drop);
-                    tx.send(chunk)
-                        .map_err(|_| Error::InvalidArgument("ingest stopped".into()))
+                    sent.map_err(|_| Error::InvalidArgument("ingest stopped".into()))
                 })
             });
             let mut held = 0usize;
