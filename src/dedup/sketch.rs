@@ -66,7 +66,7 @@ impl Bins<'_> {
 }
 
 impl SketchShape {
-    /// The shape of a store that keeps shingle sets: the smallest there is, 16 bins of 4 bits
+    /// The shape of a store that keeps shingle sets: of the fewest bytes, 16 bins of 4 bits
     /// (8 bytes). There the sets decide every answer, exactly, and whether a document put
     /// again is the version stored; the sketch decides nothing. The default's 128 bytes were
     /// nine tenths of such a store's document map and 0.1 GB of an ingest's memory at 1M
@@ -254,5 +254,9 @@ mod tests {
         assert!(SketchShape::new(100, 4).is_err());
         assert!(SketchShape::new(4, 8).is_err());
         assert!(SketchShape::new(256, 3).is_err());
+        // The exact stores' shape is a valid one, of the fewest bytes a sketch may have.
+        assert_eq!(SketchShape::new(16, 4).unwrap(), SketchShape::EXACT);
+        assert_eq!(SketchShape::EXACT.bytes(), 8);
+        assert!(SketchShape::new(8, 4).is_err() && SketchShape::new(16, 2).is_err());
     }
 }
