@@ -96,10 +96,10 @@ pub enum Verdict {
     },
     /// A document without words: nobody's near-duplicate, and not stored.
     Empty,
-    /// The same document (same fingerprint and sketch) is already stored under this id: a
-    /// retry of an earlier call, not a near-duplicate of anything, and not stored again. A
-    /// changed document under a stored id replaces it instead, and is never compared with its
-    /// own old version.
+    /// The same document (same fingerprint, sketch and, in an exact store, shingle set) is
+    /// already stored under this id: a retry of an earlier call, not a near-duplicate of
+    /// anything, and not stored again. A changed document under a stored id replaces it
+    /// instead, and is never compared with its own old version.
     AlreadyStored,
 }
 

@@ -181,8 +181,9 @@ class Store:
         pages or plain text; count weights, or IDF learned from every text of ``learn_from``
         (read only when the store is created), then frozen) and keeps per document a 128-byte
         sketch and its id for :meth:`ingest`. With ``exact=T`` it also keeps each document's
-        word 3-shingle set (about 8 bytes per distinct shingle), so that ``ingest(verify=T2)``
-        for ``T2 >= T`` compares exact Jaccard similarities; without it ``verify`` compares
+        word 3-shingle set (about 8 bytes per distinct shingle; the sketch is then 8 bytes and
+        decides nothing), so that ``ingest(verify=T2)`` for ``T2 >= T`` compares exact
+        Jaccard similarities; without it ``verify`` compares
         the sketches' estimate (for stores too large for exact data). Use
         ``k=7`` for verified ingest (near-duplicates at Jaccard 0.95 lie up to 7 bits apart on
         template-heavy pages). Opening an existing document store with ``shingle`` or ``html``
@@ -234,8 +235,9 @@ class Store:
         Returns ``{"duplicate": bool[n], "matched": list (the most similar stored document's
         id, or None), "similarity": float64[n] (NaN if none), "distance": int32[n] (-1 if
         none), "stored": bool[n], "already_stored": bool[n]}``. A document whose id is already
-        stored with the same fingerprint and sketch (a retry) is ``already_stored``, never a
-        duplicate of itself; a changed document under a stored id replaces it. Documents
+        stored with the same fingerprint and sketch (and, in a store created with ``exact=``,
+        the same shingle set) is ``already_stored`` (a retry), never a duplicate of itself; a
+        changed document under a stored id replaces it. Documents
         without words are neither duplicates nor stored. The GIL is released; Ctrl-C stops
         between steps of 4096 documents (the steps before it stay stored)."""
     @property
