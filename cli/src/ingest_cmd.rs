@@ -36,7 +36,7 @@ pub struct IngestArgs {
     pub shingle: Option<usize>,
     /// A duplicate must also have word 3-shingle Jaccard >= T with its match (`jaccard:T`):
     /// exact in a store created with --verify (it keeps each document's shingle set), else
-    /// estimated from the 128-byte sketches every document store keeps.
+    /// estimated from the 128-byte sketches a store created with --estimate keeps.
     #[arg(long, value_parser = crate::dedup_cmd::parse_verify)]
     pub verify: Option<f64>,
     /// Create the store with sketches only: --verify then compares estimates (sd about 0.013
@@ -96,6 +96,14 @@ pub struct IngestArgs {
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
+}
+
+impl IngestArgs {
+    /// The threshold a store this run creates keeps shingle sets for: --verify's, unless
+    /// --estimate.
+    fn exact(&self) -> Option<f64> {
+        self.verify.filter(|_| !self.estimate)
+    }
 }
 
 /// Documents per call of `Store::ingest` by default (four of its groups of 4096). Two batches
@@ -230,7 +238,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
     };
     // Documents read before the store is created: the weights' sample (none for count).
     // (An exact store learns its shingle order from the same sample.)
-    let exact = a.verify.is_some() && !a.estimate;
+    let exact = a.exact().is_some();
     let learn = match (learns_idf(&a, usize::MAX) || exact, &sample) {
         (true, None) => learn_docs(&a),
         _ => 1,
@@ -425,8 +433,7 @@ fn open(dir: &std::path::Path, opts: &StoreOptions) -> Result<Store> {
 /// enough that a million-document store checks a tenth of the candidates that 10 000 leave
 /// (docs/log/benchmarks.md, "Exact online verification"), for the same answers.
 fn learn_docs(a: &IngestArgs) -> usize {
-    let exact = a.verify.is_some() && !a.estimate;
-    a.learn.unwrap_or(match exact {
+    a.learn.unwrap_or(match a.exact().is_some() {
         true => LEARN_ORDER_DOCS,
         false => simdex::Recipe::LEARN_DOCS as u64,
     }) as usize
@@ -461,7 +468,7 @@ fn learns_idf(a: &IngestArgs, available: usize) -> bool {
 /// --learn-from's), and open it. A store another process created meanwhile is opened instead.
 fn create(a: &IngestArgs, opts: &StoreOptions, sample: &[Doc]) -> Result<Store> {
     let shingle = a.shingle.unwrap_or(simdex::SimhashOptions::DEFAULT_SHINGLE);
-    let exact = a.verify.filter(|_| !a.estimate);
+    let exact = a.exact();
     let shape = simdex::dedup::SketchShape::for_store(exact.is_some());
     let idf = learns_idf(a, sample.len());
     let recipe = match idf {

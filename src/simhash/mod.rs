@@ -156,9 +156,7 @@ pub(crate) fn features_and_set(text: &str, n: usize, m: usize) -> (Vec<(u64, u64
             feats.iter().map(|&(h, _)| h).collect()
         } else {
             // Not counted: a set needs no counts, and the count table was most of the work.
-            let mut all = Vec::with_capacity(toks.len());
-            each_shingle(toks, m, |h| all.push(h));
-            all
+            all_shingles(toks, m)
         };
         set.sort_unstable();
         set.dedup();
@@ -186,11 +184,14 @@ pub(crate) fn features_and_shingles(
 /// The hash of each of `text`'s word n-shingles, in text order, repeats included: the keys
 /// of [`shingle_features`] without their counts.
 pub(crate) fn text_shingles(text: &str, n: usize) -> Vec<u64> {
-    with_tokens(text, |toks, _| {
-        let mut all = Vec::with_capacity(toks.len());
-        each_shingle(toks, n, |h| all.push(h));
-        all
-    })
+    with_tokens(text, |toks, _| all_shingles(toks, n))
+}
+
+/// The hash of each n-shingle of tokenized text, in order, repeats included.
+fn all_shingles(toks: &tokens::Tokenized, n: usize) -> Vec<u64> {
+    let mut all = Vec::with_capacity(toks.len());
+    each_shingle(toks, n, |h| all.push(h));
+    all
 }
 
 /// Call `f` with the hash of each n-shingle of tokenized text, in order (one shingle of every

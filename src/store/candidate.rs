@@ -33,6 +33,14 @@ impl Exact {
 /// What a document is compared by: its sketch, and its shingle set where the store keeps sets.
 pub(super) type Compared<'a> = (&'a [u8], Option<&'a [u64]>);
 
+/// Whether a document and a stored version under its id, each its fingerprint and what it is
+/// compared by, are the same version: the same text, as far as answers can tell, so that it
+/// is not put again. Equal fingerprints and sketches alone are not enough where the store keeps
+/// sets: a word added to a long page often moves neither, and the old set would stay.
+pub(super) fn same_version(a: (u64, Compared<'_>), b: (u64, Compared<'_>)) -> bool {
+    a == b
+}
+
 /// The similarity of two documents: the exact Jaccard of their shingle sets where both have
 /// one, else their sketches' estimate.
 pub(super) fn similarity(

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::candidate::{Candidate, Compared, Exact, better, similarity};
+use super::candidate::{Candidate, Compared, Exact, better, same_version, similarity};
 use super::docs::DocMeta;
 use super::keys::{DocId, Slots, caller_id};
 use super::scratch::Scratch;
@@ -317,9 +317,10 @@ impl Store {
                 false => slots.place(d.id, &|_| None)?,
             };
             // Its latest stored version: one put earlier in this call, or the store's.
+            let me = (fp, (&h.sketch[..], h.set.as_deref()));
             let same = exists
                 && scratch
-                    .same_as_latest(n, fp, &h.sketch, h.set.as_deref())
+                    .same_as_latest(n, me)
                     .unwrap_or(own_stored.same);
             if same {
                 out.push(Verdict::AlreadyStored);
@@ -420,13 +421,12 @@ impl Store {
         let ids: Vec<u64> = found.iter().map(|&(_, id)| id).collect();
         for ((distance, id), doc) in found.into_iter().zip(self.docs_of(&ids)?) {
             let Some(doc) = doc else { continue };
+            let theirs = (&doc.sketch[..], doc.set.as_ref().map(|s| &s.hashes[..]));
             if Some(id) == own {
-                mine.same = distance == 0
-                    && *doc.sketch == *sketch
-                    && doc.set.as_deref().map(|s| &s.hashes[..]) == set;
+                // At distance 0 the fingerprints are equal.
+                mine.same = distance == 0 && same_version((fp, (sketch, set)), (fp, theirs));
                 continue;
             }
-            let theirs = (&doc.sketch[..], doc.set.as_ref().map(|s| &s.hashes[..]));
             let sim = similarity(shape, (sketch, set), theirs)?;
             if verify.is_none_or(|t| sim >= t) {
                 out.push((sim, distance.into(), distance, id, caller_id(id, &doc)));
@@ -483,7 +483,10 @@ impl Store {
                 }
                 if Some(h.id) == own {
                     if let Some(meta) = current(h.id, at)? {
-                        mine.same = h.fingerprint == fp && *meta.sketch == *sketch && buf == set;
+                        mine.same = same_version(
+                            (fp, (sketch, Some(set))),
+                            (h.fingerprint, (&meta.sketch, Some(&buf))),
+                        );
                     }
                     continue;
                 }
@@ -511,7 +514,10 @@ impl Store {
             };
             let Some(s) = &doc.set else { continue };
             if Some(id) == own {
-                mine.same = s.fingerprint == fp && *doc.sketch == *sketch && *s.hashes == *set;
+                mine.same = same_version(
+                    (fp, (sketch, Some(set))),
+                    (s.fingerprint, (&doc.sketch, Some(&s.hashes))),
+                );
                 continue;
             }
             if let Some(sim) = crate::dedup::verify::verify_pair(set, &s.hashes, e.t) {
@@ -527,9 +533,6 @@ impl Store {
 /// What a document's check found of its own stored version.
 #[derive(Debug, Default, Clone, Copy)]
 struct Own {
-    /// The stored version has the same fingerprint, sketch and (where the store keeps them)
-    /// shingle set: the same text, as far as answers can tell, so it is not put again. (Equal
-    /// fingerprints and sketches alone let an edited page keep its old set: a word added to
-    /// a long page often moves neither.)
+    /// The stored version is the same version ([`same_version`]).
     same: bool,
 }

@@ -5,7 +5,7 @@ use super::hasher::{FastMap, FastSet};
 use std::sync::Arc;
 
 use super::Store;
-use super::candidate::{Candidate, Compared, Exact, better, similarity};
+use super::candidate::{Candidate, Compared, Exact, better, same_version, similarity};
 use super::delta::{Layer, SPAN_BITS};
 use super::docs::DocMeta;
 use super::keys::DocId;
@@ -142,18 +142,13 @@ impl Scratch {
         self.by_id.get(&n).map(|&i| self.docs[i].2.clone())
     }
 
-    /// Whether the call's latest put of store id `n` has this fingerprint, sketch and set (if
-    /// kept); `None` if the call put nothing under `n`.
-    pub(super) fn same_as_latest(
-        &self,
-        n: u64,
-        fp: u64,
-        sketch: &[u8],
-        set: Option<&[u64]>,
-    ) -> Option<bool> {
+    /// Whether the call's latest put of store id `n` is the same version as `me`
+    /// ([`same_version`]); `None` if the call put nothing under `n`.
+    pub(super) fn same_as_latest(&self, n: u64, me: (u64, Compared<'_>)) -> Option<bool> {
         self.by_id.get(&n).map(|&i| {
-            let d = &self.docs[i];
-            d.0 == fp && *d.3 == *sketch && d.4.as_deref().map(|s| &s.hashes[..]) == set
+            let (fp, _, _, sketch, set) = &self.docs[i];
+            let set = set.as_deref().map(|s| &s.hashes[..]);
+            same_version(me, (*fp, (&sketch[..], set)))
         })
     }
 
