@@ -55,6 +55,11 @@ impl Buckets {
         b.push(key);
     }
 
+    /// Empty, keeping the map's memory.
+    pub(crate) fn clear(&mut self) {
+        self.map.clear();
+    }
+
     /// Remove `key` (a no-op if absent).
     pub(crate) fn remove(&mut self, key: u64) {
         let id = key >> self.shift;

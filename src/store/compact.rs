@@ -204,6 +204,16 @@ impl Store {
             st.current = current;
             old.retire();
         }
+        // The compacted delta's memory for the next one, where no write came in meanwhile (a
+        // writer that goes on during the compaction has grown its own).
+        if let Ok(layer) = Arc::try_unwrap(frozen) {
+            let like = self.read_state().active.empty_like();
+            let layer = layer.recycled(&like);
+            let mut st = self.write_state();
+            if st.active.is_empty() {
+                st.active = layer;
+            }
+        }
         drop(writer);
         for n in log_numbers(&self.dir)? {
             if n < target {

@@ -52,6 +52,13 @@ impl MultiMap {
         }
     }
 
+    /// Empty, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.first.clear();
+        self.rest.clear();
+        self.len = 0;
+    }
+
     /// Remove (key, v) if there; true if `key` has no value left.
     pub(crate) fn remove(&mut self, key: u64, v: u64) -> bool {
         let Some(&f) = self.first.get(&key) else {

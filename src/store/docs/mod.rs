@@ -160,6 +160,10 @@ pub struct DocMap<D> {
     checked: Checked,
     header: Header,
     first_ids: Vec<u64>,
+    /// The last block's last id, once it was decoded: an id past it is in no block, and new
+    /// documents under numeric ids (a crawl's sequence numbers, a dataset's rows) nearly all
+    /// are, where each look-up decoded the whole last block to find it absent.
+    last_id: std::sync::OnceLock<u64>,
     /// A version 2 map's shingle sets.
     sets: Option<SetsFile<D>>,
 }
@@ -219,6 +223,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
             checked: Checked::new(header.blocks),
             header,
             first_ids,
+            last_id: std::sync::OnceLock::new(),
             sets: sets.map(SetsFile::from_bytes).transpose()?,
         };
         m.check_live()?;
@@ -368,7 +373,7 @@ impl<D: AsRef<[u8]>> DocMap<D> {
     /// The document stored under `id` without its set, and where its set's record starts.
     pub fn entry(&self, id: u64) -> Result<Option<(DocMeta, Option<u64>)>> {
         let j = self.first_ids.partition_point(|&f| f <= id);
-        if j == 0 {
+        if j == 0 || (j == self.first_ids.len() && id > self.last_id()?) {
             return Ok(None);
         }
         let mut out = None;
@@ -381,11 +386,27 @@ impl<D: AsRef<[u8]>> DocMap<D> {
         Ok(out)
     }
 
+    /// The last block's last id (the map has a block).
+    fn last_id(&self) -> Result<u64> {
+        if let Some(&id) = self.last_id.get() {
+            return Ok(id);
+        }
+        let mut last = 0;
+        self.decode_block(self.first_ids.len() - 1, |i, _, _, _| {
+            last = i;
+            true
+        })?;
+        Ok(*self.last_id.get_or_init(|| last))
+    }
+
     /// The string keys (`None` for a numeric id) of the documents with ids in `lo..=hi`,
     /// ascending: one block decoded for a short range, where a lookup per id would decode one
     /// each.
     pub fn keys_in(&self, lo: u64, hi: u64) -> Result<Vec<(u64, Option<Arc<str>>)>> {
         let mut out = Vec::new();
+        if self.first_ids.is_empty() || lo > self.last_id()? {
+            return Ok(out);
+        }
         let mut j = self.first_ids.partition_point(|&f| f <= lo).saturating_sub(1);
         while j < self.first_ids.len() && self.first_ids[j] <= hi {
             let mut past = false;
