@@ -320,6 +320,7 @@ impl crate::index::probe::ProbeSource for Layer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sets::DocSet;
 
     /// A window is touched exactly when a document was put, or an id deleted, in one of its
     /// ids (wrapping at 2^64).
@@ -345,5 +346,78 @@ mod tests {
         let mut a = Layer::new(Vec::new());
         a.absorb(&w);
         assert!(a.touches(2));
+    }
+
+    /// A layer recycled after use answers like a new one under the same writes: nothing of
+    /// its past (pairs, deletes, documents, spans, prefix entries, operations) shows through.
+    #[test]
+    fn a_recycled_layer_is_a_new_one() {
+        let tables = vec![(Permutation::identity(), 8), (Permutation::identity().inverse(), 4)];
+        let prefixer = Arc::new(Prefixer {
+            order: Arc::new(super::super::prefix::Order::default()),
+            t0: 0.5,
+        });
+        let fresh = || Layer::new(tables.clone()).with_prefixer(Some(Arc::clone(&prefixer)));
+        let mut next = crate::dedup::xorshift(3);
+        let mut write = |l: &mut Layer, n: usize| {
+            for _ in 0..n {
+                let (fp, id) = (next(), next() % 64);
+                match fp % 3 {
+                    0 => l.delete(id),
+                    1 => l.insert(fp, id),
+                    _ => {
+                        let mut hashes: Vec<u64> = (0..1 + fp % 9).map(|_| next() % 40).collect();
+                        hashes.sort_unstable();
+                        hashes.dedup();
+                        let set = DocSet { fingerprint: fp, seq: id + 1, time: 0, hashes: hashes.into() };
+                        let doc = DocMeta { key: None, sketch: vec![0u8; 8].into(), set: Some(Arc::new(set)) };
+                        l.put_doc(fp, id, l.doc(id).is_some(), doc, None);
+                    }
+                }
+            }
+        };
+        let mut used = fresh();
+        write(&mut used, 3000);
+        assert!(!used.is_empty() && used.has_deletes() && used.has_docs());
+        let mut recycled = used.recycled(&fresh());
+        let mut new = fresh();
+        assert!(recycled.is_empty() && !recycled.has_deletes() && !recycled.has_docs());
+        assert!(recycled.token_pairs().next().is_none() && (0..64).all(|s| !recycled.touches(s)));
+        let state = |l: &Layer| {
+            let mut pairs: Vec<_> = l.pairs().collect();
+            let mut tokens: Vec<_> = l.token_pairs().collect();
+            let mut deleted: Vec<_> = l.deleted_ids().collect();
+            let ranges: Vec<Vec<u64>> = (0..2)
+                .map(|t| {
+                    let mut r: Vec<u64> = l.permuted_range(t, 0, u64::MAX >> 1).collect();
+                    r.sort_unstable();
+                    r
+                })
+                .collect();
+            pairs.sort_unstable();
+            tokens.sort_unstable();
+            deleted.sort_unstable();
+            let docs: Vec<_> = l.docs_sorted().into_iter().map(|(id, d)| (id, d.set.as_ref().map(|s| s.seq))).collect();
+            let spans: Vec<bool> = (0..64).map(|s| l.touches(s * 32)).collect();
+            (pairs, tokens, deleted, ranges, docs, spans, l.ops(), l.max_seq())
+        };
+        for round in 0..3 {
+            let mut next = crate::dedup::xorshift(round + 10);
+            let ops: Vec<(u64, u64)> = (0..500).map(|_| (next(), next())).collect();
+            for l in [&mut recycled, &mut new] {
+                let mut it = ops.iter();
+                let mut write = |l: &mut Layer| {
+                    for &(a, b) in it.by_ref() {
+                        match a % 3 {
+                            0 => l.delete(b % 64),
+                            1 => l.insert(a, b % 64),
+                            _ => l.put_doc(a, b % 64, l.doc(b % 64).is_some(), DocMeta { key: None, sketch: vec![0u8; 8].into(), set: Some(Arc::new(DocSet { fingerprint: a, seq: b, time: 0, hashes: vec![a % 40, 41 + b % 40].into() })) }, None),
+                        }
+                    }
+                };
+                write(l);
+            }
+            assert_eq!(state(&recycled), state(&new), "round {round}");
+        }
     }
 }

@@ -566,8 +566,23 @@ mod tests {
             assert_eq!(m.get(id + 1).unwrap(), None);
         }
         assert_eq!(m.get(0).unwrap(), None);
+        // Past the last id (answered without decoding the last block, once it was), and up to it.
+        let last = docs.last().unwrap().0;
+        for _ in 0..2 {
+            assert_eq!(m.get(u64::MAX).unwrap(), None);
+            assert!(m.keys_in(last + 1, u64::MAX).unwrap().is_empty());
+            assert_eq!(m.keys_in(last - 7, last + 9).unwrap().len(), 2);
+        }
         let empty = build_bytes(&[], 128).unwrap();
-        assert_eq!(DocMap::from_bytes(&empty[..]).unwrap().docs(), 0);
+        let empty = DocMap::from_bytes(&empty[..]).unwrap();
+        assert_eq!(empty.docs(), 0);
+        assert!(empty.get(5).unwrap().is_none() && empty.keys_in(0, u64::MAX).unwrap().is_empty());
+        // A look-up past the end reads the last block, so its damage is reported, not "absent".
+        let mut bad = bytes.clone();
+        let at = m.header.len() as usize + (m.first_ids.len() - 1) * m.header.block_size as usize + 9;
+        bad[at] ^= 1;
+        let m = DocMap::from_bytes(&bad[..]).unwrap();
+        assert!(m.get(u64::MAX).is_err() && m.keys_in(last + 1, u64::MAX).is_err());
     }
 
     #[test]
