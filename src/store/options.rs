@@ -60,7 +60,9 @@ pub struct StoreOptions {
     pub sync: SyncPolicy,
     /// Compact when the delta holds this many operations (inserted pairs and deletes).
     pub max_delta: u64,
-    /// Memory budget for rebuilds that re-sort (see [`crate::index::BuildOptions::mem_bytes`]).
+    /// Memory budget for rebuilds that re-sort (see [`crate::index::BuildOptions::mem_bytes`]);
+    /// a compaction holds its merged tables' keys in memory where those it builds at a time
+    /// fit in an eighth of it, else merges each table twice.
     pub mem_bytes: u64,
     /// Progress reports of compactions, rebuilds and merges (which may cancel them).
     pub progress: ProgressHandle,

@@ -66,11 +66,13 @@ fn pool(seed: u64) -> Vec<u64> {
     v
 }
 
-fn run_model(design: &str, seed: u64, steps: usize) {
+/// `mem`: the memory budget, which decides whether a compaction merges each table once, into
+/// memory, or twice (a budget of a few bytes).
+fn run_model(design: &str, seed: u64, steps: usize, mem: u64) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     create(&dir, design, 256);
-    let o = opts(40, SyncPolicy::Manual);
+    let o = opts(40, SyncPolicy::Manual).with_mem_bytes(mem);
     let mut store = Store::open(&dir, &o).unwrap();
     let mut model = Model::new();
     let fps = pool(seed);
@@ -160,18 +162,20 @@ fn run_model(design: &str, seed: u64, steps: usize) {
 #[test]
 fn model_design_4() {
     for seed in 1..=3 {
-        run_model("4", seed, 600);
+        run_model("4", seed, 600, 1 << 30);
     }
 }
 
 #[test]
 fn model_design_multi_probe() {
-    run_model("m4c2r1", 7, 600);
+    for mem in [1 << 30, 1] {
+        run_model("m4c2r1", 7, 600, mem);
+    }
 }
 
 #[test]
 fn model_design_16_two_level() {
-    run_model("16", 9, 500);
+    run_model("16", 9, 500, 1);
 }
 
 #[test]
