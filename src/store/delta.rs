@@ -103,10 +103,10 @@ impl Layer {
         self.tokens.get_all(tokens, out)
     }
 
-    /// The prefix index's (shingle, id) entries, in no particular order: of each shingle its
-    /// top 32 bits (what the generation's index keeps), the rest zero.
-    pub fn token_pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.tokens.iter()
+    /// The prefix index's entries: each insert's id by ordinal, and (a shingle's top 32 bits,
+    /// what the generation's index keeps, insert ordinal) in no particular order.
+    pub fn token_entries(&self) -> (&[u64], impl Iterator<Item = (u32, u32)> + '_) {
+        (self.tokens.ids(), self.tokens.entries())
     }
 
     /// An empty layer with the same tables (and prefix indexing).
@@ -382,10 +382,11 @@ mod tests {
         let mut recycled = used.recycled(&fresh());
         let mut new = fresh();
         assert!(recycled.is_empty() && !recycled.has_deletes() && !recycled.has_docs());
-        assert!(recycled.token_pairs().next().is_none() && (0..64).all(|s| !recycled.touches(s)));
+        assert!(recycled.token_entries().1.next().is_none() && (0..64).all(|s| !recycled.touches(s)));
         let state = |l: &Layer| {
             let mut pairs: Vec<_> = l.pairs().collect();
-            let mut tokens: Vec<_> = l.token_pairs().collect();
+            let (ids, entries) = l.token_entries();
+            let mut tokens: Vec<_> = entries.map(|(t, o)| (t, ids[o as usize])).collect();
             let mut deleted: Vec<_> = l.deleted_ids().collect();
             let ranges: Vec<Vec<u64>> = (0..2)
                 .map(|t| {

@@ -153,7 +153,21 @@ impl PrefixMap {
         })
     }
 
+    /// Each insert's id, by ordinal.
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Every entry as (top 32 bits, the ordinal of the insert that added it), in no particular
+    /// order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (self.slots.iter())
+            .filter(|&&e| e != 0)
+            .map(|&e| ((e >> 32) as u32, e as u32 - 1))
+    }
+
     /// Every entry as (a shingle with its top bits, id), in no particular order.
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let ids = &self.ids;
         self.slots

@@ -209,8 +209,9 @@ impl Generation {
         if let Some(m) = &moved.moved {
             index.relocate(m);
         }
-        // The layer's documents' prefixes, straight from its (shingle, id) entries.
-        index.append_records(&moved.added, layer.token_pairs());
+        // The layer's documents' prefixes, straight from its entries.
+        let (ids, entries) = layer.token_entries();
+        index.append_records(&moved.added, ids, entries);
         *lock(&self.prefixes) = Some(Arc::new(index));
     }
 
