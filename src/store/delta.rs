@@ -358,31 +358,46 @@ mod tests {
             t0: 0.5,
         });
         let fresh = || Layer::new(tables.clone()).with_prefixer(Some(Arc::clone(&prefixer)));
-        let mut next = crate::dedup::xorshift(3);
-        let mut write = |l: &mut Layer, n: usize| {
-            for _ in 0..n {
-                let (fp, id) = (next(), next() % 64);
-                match fp % 3 {
+        // One write per (a, b): a delete, an insert or a document put, of an id below 64.
+        let write = |l: &mut Layer, ops: &[(u64, u64)]| {
+            for &(a, b) in ops {
+                let id = b % 64;
+                match a % 3 {
                     0 => l.delete(id),
-                    1 => l.insert(fp, id),
+                    1 => l.insert(a, id),
                     _ => {
-                        let mut hashes: Vec<u64> = (0..1 + fp % 9).map(|_| next() % 40).collect();
+                        let mut hashes: Vec<u64> =
+                            (0..1 + a % 9).map(|k| (a >> (5 * k)) % 40).collect();
                         hashes.sort_unstable();
                         hashes.dedup();
-                        let set = DocSet { fingerprint: fp, seq: id + 1, time: 0, hashes: hashes.into() };
-                        let doc = DocMeta { key: None, sketch: vec![0u8; 8].into(), set: Some(Arc::new(set)) };
-                        l.put_doc(fp, id, l.doc(id).is_some(), doc, None);
+                        let set = DocSet {
+                            fingerprint: a,
+                            seq: b,
+                            time: 0,
+                            hashes: hashes.into(),
+                        };
+                        let doc = DocMeta {
+                            key: None,
+                            sketch: vec![0u8; 8].into(),
+                            set: Some(Arc::new(set)),
+                        };
+                        l.put_doc(a, id, l.doc(id).is_some(), doc, None);
                     }
                 }
             }
         };
+        let ops = |seed: u64, n: usize| {
+            let mut next = crate::dedup::xorshift(seed);
+            (0..n).map(|_| (next(), next())).collect::<Vec<(u64, u64)>>()
+        };
         let mut used = fresh();
-        write(&mut used, 3000);
+        write(&mut used, &ops(3, 3000));
         assert!(!used.is_empty() && used.has_deletes() && used.has_docs());
         let mut recycled = used.recycled(&fresh());
         let mut new = fresh();
         assert!(recycled.is_empty() && !recycled.has_deletes() && !recycled.has_docs());
-        assert!(recycled.token_entries().1.next().is_none() && (0..64).all(|s| !recycled.touches(s)));
+        assert!(recycled.token_entries().1.next().is_none());
+        assert!((0..64).all(|s| !recycled.touches(s)));
         let state = |l: &Layer| {
             let mut pairs: Vec<_> = l.pairs().collect();
             let (ids, entries) = l.token_entries();
@@ -398,26 +413,16 @@ mod tests {
             pairs.sort_unstable();
             tokens.sort_unstable();
             deleted.sort_unstable();
-            let docs: Vec<_> = l.docs_sorted().into_iter().map(|(id, d)| (id, d.set.as_ref().map(|s| s.seq))).collect();
+            let docs: Vec<_> = (l.docs_sorted().into_iter())
+                .map(|(id, d)| (id, d.set.as_ref().map(|s| s.seq)))
+                .collect();
             let spans: Vec<bool> = (0..64).map(|s| l.touches(s * 32)).collect();
             (pairs, tokens, deleted, ranges, docs, spans, l.ops(), l.max_seq())
         };
         for round in 0..3 {
-            let mut next = crate::dedup::xorshift(round + 10);
-            let ops: Vec<(u64, u64)> = (0..500).map(|_| (next(), next())).collect();
-            for l in [&mut recycled, &mut new] {
-                let mut it = ops.iter();
-                let mut write = |l: &mut Layer| {
-                    for &(a, b) in it.by_ref() {
-                        match a % 3 {
-                            0 => l.delete(b % 64),
-                            1 => l.insert(a, b % 64),
-                            _ => l.put_doc(a, b % 64, l.doc(b % 64).is_some(), DocMeta { key: None, sketch: vec![0u8; 8].into(), set: Some(Arc::new(DocSet { fingerprint: a, seq: b, time: 0, hashes: vec![a % 40, 41 + b % 40].into() })) }, None),
-                        }
-                    }
-                };
-                write(l);
-            }
+            let ops = ops(round + 10, 500);
+            write(&mut recycled, &ops);
+            write(&mut new, &ops);
             assert_eq!(state(&recycled), state(&new), "round {round}");
         }
     }

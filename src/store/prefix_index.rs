@@ -63,7 +63,9 @@ impl PrefixIndex {
             self.records.push(at);
             ord_of.insert(id, base + i as u32);
         }
-        let record_of: Vec<u32> = ids.iter().map(|id| ord_of.get(id).copied().unwrap_or(NONE)).collect();
+        let record_of: Vec<u32> = (ids.iter())
+            .map(|id| ord_of.get(id).copied().unwrap_or(NONE))
+            .collect();
         drop(ord_of);
         let new: Vec<(u32, u32)> = entries
             .filter_map(|(t, o)| match record_of[o as usize] {

@@ -169,11 +169,7 @@ impl PrefixMap {
     /// Every entry as (a shingle with its top bits, id), in no particular order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let ids = &self.ids;
-        self.slots
-            .iter()
-            .filter(|&&e| e != 0)
-            .map(|&e| (e >> 32 << 32, ids[(e as u32 - 1) as usize]))
+        (self.entries()).map(|(t, o)| (u64::from(t) << 32, self.ids[o as usize]))
     }
 
     /// Empty, keeping the memory.

@@ -579,7 +579,8 @@ mod tests {
         assert!(empty.get(5).unwrap().is_none() && empty.keys_in(0, u64::MAX).unwrap().is_empty());
         // A look-up past the end reads the last block, so its damage is reported, not "absent".
         let mut bad = bytes.clone();
-        let at = m.header.len() as usize + (m.first_ids.len() - 1) * m.header.block_size as usize + 9;
+        let last_block = m.first_ids.len() - 1;
+        let at = m.header.len() as usize + last_block * m.header.block_size as usize + 9;
         bad[at] ^= 1;
         let m = DocMap::from_bytes(&bad[..]).unwrap();
         assert!(m.get(u64::MAX).is_err() && m.keys_in(last + 1, u64::MAX).is_err());
