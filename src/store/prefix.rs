@@ -341,7 +341,7 @@ mod tests {
                     let mut v: Vec<u64> = (0..width)
                         .map(|_| match next() % 4 {
                             0 => next() % 64,         // common, all in bucket 0
-                            1 => next() % 5000 << 50, // shared, top bits
+                            1 => (next() % 5000) << 50, // shared, top bits
                             _ => next(),              // mostly unique
                         })
                         .collect();
