@@ -24,11 +24,12 @@ use crate::error::{Error, Result};
 use crate::index::{Index, OpenOptions};
 
 mod write;
+mod write_docs;
 
 pub use write::{
-    GenerationSummary, Layout, Relocation, SortedPairs, Source, write_generation,
-    write_generation_with,
+    GenerationSummary, Layout, SortedPairs, Source, write_generation, write_generation_with,
 };
+pub use write_docs::Relocation;
 
 /// File naming the live generation.
 pub const CURRENT_NAME: &str = "CURRENT";
