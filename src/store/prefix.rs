@@ -48,8 +48,16 @@ impl Order {
     /// documents or more, at most [`MAX_ORDER`] of the most frequent (ties: smaller hash).
     pub fn learn<'a>(sets: impl IntoIterator<Item = &'a [u64]>) -> Order {
         use rayon::prelude::*;
-        let sets: Vec<&[u64]> = sets.into_iter().collect();
-        let mut v = repeated(&sets);
+        // Every set's shingles sorted together (on all cores): a shingle's run is its
+        // frequency. (A hash table of millions of shingles missed the cache at every count.)
+        let mut all: Vec<u64> = sets.into_iter().flatten().copied().collect();
+        all.par_sort_unstable();
+        let mut v: Vec<(u32, u64)> = all
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() >= 2)
+            .map(|run| (run.len().min(u32::MAX as usize) as u32, run[0]))
+            .collect();
+        drop(all);
         v.par_sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         v.truncate(MAX_ORDER);
         Order::from_entries(v.into_iter().map(|(n, h)| (h, n)))
@@ -138,82 +146,6 @@ impl Order {
         frequent.sort_unstable();
         out.extend(frequent.iter().map(|&(_, h)| h));
     }
-}
-
-/// Each shingle in two of `sets` or more, with its count (in no particular order).
-///
-/// A shingle's count is the length of its run once all the shingles are sorted together, and
-/// a hash table of millions of shingles would miss the cache at every count. One sort of them
-/// all went through memory two dozen times, though: so they are first scattered by their top
-/// bits (hashes: evenly) into buckets of a few hundred, and each bucket is sorted in the cache,
-/// the buckets in parallel (measured on 120 000 bench documents, 24M shingles: 0.34–0.38 s
-/// instead of 0.46–0.54 s).
-fn repeated(sets: &[&[u64]]) -> Vec<(u32, u64)> {
-    use rayon::prelude::*;
-    let total: usize = sets.iter().map(|s| s.len()).sum();
-    // About 256 shingles a bucket, at most 2^16 buckets.
-    let bits = (total / 256).max(2).ilog2().min(16);
-    let shift = 64 - bits;
-    let buckets = 1usize << bits;
-    // Each thread scatters a part of the sets into its own slice of every bucket.
-    let parts: Vec<&[&[u64]]> = sets
-        .chunks(sets.len().div_ceil(rayon::current_num_threads()).max(1))
-        .collect();
-    let counts: Vec<Vec<usize>> = parts
-        .par_iter()
-        .map(|part| {
-            let mut n = vec![0usize; buckets];
-            for &h in part.iter().copied().flatten() {
-                n[(h >> shift) as usize] += 1;
-            }
-            n
-        })
-        .collect();
-    let mut all = vec![0u64; total];
-    let mut slices: Vec<Vec<&mut [u64]>> = parts.iter().map(|_| Vec::with_capacity(buckets)).collect();
-    let mut bucket_lens = Vec::with_capacity(buckets);
-    let mut rest: &mut [u64] = &mut all;
-    for b in 0..buckets {
-        let mut len = 0;
-        for (p, n) in counts.iter().enumerate() {
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(n[b]);
-            slices[p].push(head);
-            rest = tail;
-            len += n[b];
-        }
-        bucket_lens.push(len);
-    }
-    parts.par_iter().zip(slices.par_iter_mut()).for_each(|(part, slices)| {
-        let mut at = vec![0usize; buckets];
-        for &h in part.iter().copied().flatten() {
-            let b = (h >> shift) as usize;
-            slices[b][at[b]] = h;
-            at[b] += 1;
-        }
-    });
-    drop(slices);
-    let mut bucket_slices = Vec::with_capacity(buckets);
-    let mut rest: &mut [u64] = &mut all;
-    for len in bucket_lens {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
-        bucket_slices.push(head);
-        rest = tail;
-    }
-    bucket_slices
-        .into_par_iter()
-        .fold(Vec::new, |mut out, bucket| {
-            bucket.sort_unstable();
-            for run in bucket.chunk_by(|a, b| a == b) {
-                if run.len() >= 2 {
-                    out.push((run.len().min(u32::MAX as usize) as u32, run[0]));
-                }
-            }
-            out
-        })
-        .reduce(Vec::new, |mut a, mut b| {
-            a.append(&mut b);
-            a
-        })
 }
 
 /// Shingles a [`PrefixBuf`] holds without an allocation of its own: the prefix at 0.9 of a
@@ -328,41 +260,6 @@ pub fn sharing<T: Ord + Copy>(mut hits: Vec<T>, need: usize) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The bucketed count of shingles in two sets or more is a plain count: sets from none to
-    /// many, skewed so that some shingles are in most of them and some buckets hold many.
-    #[test]
-    fn repeated_shingles_are_counted_as_a_map_counts_them() {
-        let mut s = 777u64;
-        let mut next = move || crate::sample::splitmix64(&mut s);
-        for (docs, width) in [(0, 1), (1, 5), (3, 40), (200, 300), (3000, 120)] {
-            let sets: Vec<Vec<u64>> = (0..docs)
-                .map(|_| {
-                    let mut v: Vec<u64> = (0..width)
-                        .map(|_| match next() % 4 {
-                            0 => next() % 64,         // common, all in bucket 0
-                            1 => (next() % 5000) << 50, // shared, top bits
-                            _ => next(),              // mostly unique
-                        })
-                        .collect();
-                    v.sort_unstable();
-                    v.dedup();
-                    v
-                })
-                .collect();
-            let mut want: HashMap<u64, u32> = HashMap::new();
-            for &h in sets.iter().flatten() {
-                *want.entry(h).or_default() += 1;
-            }
-            want.retain(|_, n| *n >= 2);
-            let refs: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
-            let got = repeated(&refs);
-            assert_eq!(got.len(), want.len(), "{docs} sets");
-            for (n, h) in got {
-                assert_eq!(want.get(&h), Some(&n), "{h:#x} of {docs} sets");
-            }
-        }
-    }
 
     /// Any two sets at Jaccard ≥ t (t ≥ t0) share a shingle of the indexed prefix of one and
     /// the probing prefix of the other: random sets, orders and thresholds, against the rule.
