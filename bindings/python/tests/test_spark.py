@@ -70,7 +70,8 @@ def spark():
         # tasks each copy it a few times (UTF-8 row, Arrow batch) within Spark's default 1g.
         .config("spark.driver.memory", "2g")
         # The suite's jobs are small and many: the JVM's quick compiler alone, and one GC
-        # thread, leave the second core to the Python workers (measured: 102 s to 88 s).
+        # thread, leave the second core to the Python workers (the suite alone on two cores,
+        # one run each: 102 s; 94 s so; 88 s with two shuffle partitions as well).
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .getOrCreate()
     )
