@@ -103,7 +103,17 @@ fn oracle(docs: &[(String, String)], t: f64) -> Vec<Option<(String, f64)>> {
 }
 
 fn exact_store(dir: &std::path::Path, t0: f64, sample: &[(String, String)]) -> Store {
-    let recipe = Recipe::new(2, false, SketchShape::for_store(true), None)
+    exact_store_of(dir, t0, false, sample)
+}
+
+/// An exact store at `t0` in `dir`, of HTML pages if `html`, its order learned from `sample`.
+pub(super) fn exact_store_of(
+    dir: &std::path::Path,
+    t0: f64,
+    html: bool,
+    sample: &[(String, String)],
+) -> Store {
+    let recipe = Recipe::new(2, html, SketchShape::for_store(true), None)
         .unwrap()
         .with_exact(Some(t0))
         .unwrap();
@@ -122,7 +132,7 @@ fn exact_store(dir: &std::path::Path, t0: f64, sample: &[(String, String)]) -> S
 }
 
 /// The verdicts as the oracle's shape: the match and similarity of each duplicate.
-fn answers(v: &[Verdict]) -> Vec<Option<(String, f64)>> {
+pub(super) fn answers(v: &[Verdict]) -> Vec<Option<(String, f64)>> {
     v.iter()
         .map(|v| match v {
             Verdict::Duplicate { id, similarity, .. } => Some((id.to_string(), *similarity)),
@@ -131,7 +141,7 @@ fn answers(v: &[Verdict]) -> Vec<Option<(String, f64)>> {
         .collect()
 }
 
-fn run(
+pub(super) fn run(
     store: &Store,
     docs: &[(String, String)],
     sizes: &[usize],

@@ -10,6 +10,7 @@ mod corruption;
 mod design_cover;
 mod documents;
 mod exact;
+mod exact_sites;
 mod golden;
 mod index_oracle;
 mod manifest_attacks;
