@@ -11,7 +11,7 @@ use crate::progress::ProgressHandle;
 
 /// A store opened read-only: no lock is taken and nothing is written, so any number of readers
 /// may open a store beside its one writer (in this process or another). It sees what had been
-/// logged when it was opened; open it again to see more.
+/// logged when it was opened; open it again, or [`reopen`](Self::reopen) it, to see more.
 ///
 /// ```
 /// use simdex::{CreateOptions, ReadOnlyStore, Store, StoreOptions};
@@ -41,6 +41,16 @@ impl ReadOnlyStore {
         Ok(ReadOnlyStore {
             store: Store::open_read_only_with(dir, opts)?,
         })
+    }
+
+    /// The store as it is now, opened again with this reader's options: what was logged since
+    /// is seen. Where no compaction has replaced this reader's generation, the new reader
+    /// shares its prefix index (a store that verifies exactly) instead of building it again
+    /// from every stored set on its first document check.
+    pub fn reopen(&self) -> Result<ReadOnlyStore> {
+        let next = ReadOnlyStore::open_with(self.dir(), &self.store.opts)?;
+        next.store.generation().share_prefixes(&self.store.generation());
+        Ok(next)
     }
 
     /// The store directory.
@@ -81,6 +91,11 @@ impl ReadOnlyStore {
     /// A document store's recipe (`None` for a store of raw fingerprints).
     pub fn recipe(&self) -> Option<&Recipe> {
         self.store.recipe()
+    }
+
+    /// As [`Store::warm`].
+    pub fn warm(&self) -> Result<()> {
+        self.store.warm()
     }
 
     /// As [`Store::near`].
@@ -160,5 +175,77 @@ impl ReadOnlyStore {
     /// The store underneath (its write methods would be errors).
     pub(super) fn inner(&self) -> &Store {
         &self.store
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dedup::sketch::SketchShape;
+
+    /// Pages of a few templates, some a word apart.
+    fn pages(n: usize) -> Vec<(DocId, String)> {
+        (0..n)
+            .map(|i| {
+                let words: Vec<String> = (0..40)
+                    .map(|j| format!("w{}", (i % 7) * 40 + j + usize::from(j == i % 40) * 1000))
+                    .collect();
+                (DocId::parse(&format!("p{i}")), words.join(" "))
+            })
+            .collect()
+    }
+
+    fn docs(p: &[(DocId, String)]) -> Vec<Document<'_>> {
+        p.iter().map(|(id, text)| Document { id, text }).collect()
+    }
+
+    /// A reader opened again shares its generation's prefix index while no compaction has
+    /// replaced the generation, builds it anew after one, and answers as the writer does.
+    #[test]
+    fn a_reopened_reader_shares_its_generations_prefix_index() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("st");
+        let recipe = Recipe::new(2, false, SketchShape::for_store(true), None)
+            .unwrap()
+            .with_exact(Some(0.8))
+            .unwrap();
+        Store::create(
+            &dir,
+            &CreateOptions::default().with_k(3).with_recipe(Some(recipe)),
+        )
+        .unwrap();
+        let writer = Store::open(&dir, &StoreOptions::default()).unwrap();
+        let all = pages(120);
+        let opts = IngestOptions::default().with_verify(Some(0.8));
+        writer.ingest(&docs(&all[..60]), &opts).unwrap();
+        writer.compact().unwrap();
+        writer.ingest(&docs(&all[60..80]), &opts).unwrap();
+        let built = |r: &ReadOnlyStore| r.store.generation().built_prefixes();
+
+        let first = ReadOnlyStore::open(&dir).unwrap();
+        assert!(built(&first).is_none(), "built on first use, not at open");
+        first.warm().unwrap();
+        let index = built(&first).expect("warm builds it");
+
+        writer.ingest(&docs(&all[80..100]), &opts).unwrap();
+        let second = first.reopen().unwrap();
+        assert!(Arc::ptr_eq(&built(&second).unwrap(), &index), "shared");
+        let probe = docs(&all[100..]);
+        assert_eq!(
+            second.check_documents(&probe, &opts).unwrap(),
+            writer.check_documents(&probe, &opts).unwrap()
+        );
+
+        writer.compact().unwrap();
+        let third = second.reopen().unwrap();
+        assert!(built(&third).is_none(), "a new generation: not shared");
+        third.warm().unwrap();
+        assert!(!Arc::ptr_eq(&built(&third).unwrap(), &index));
+        assert_eq!(
+            third.check_documents(&probe, &opts).unwrap(),
+            writer.check_documents(&probe, &opts).unwrap()
+        );
+        let dups = third.check_documents(&probe, &opts).unwrap();
+        assert!(dups.iter().any(|v| matches!(v, Verdict::Duplicate { .. })));
     }
 }

@@ -53,6 +53,10 @@ impl Handle {
         either!(self, s => s.verify())
     }
 
+    pub fn warm(&self) -> Result<()> {
+        either!(self, s => s.warm())
+    }
+
     pub fn recipe(&self) -> Option<&Recipe> {
         either!(self, s => s.recipe())
     }

@@ -540,6 +540,11 @@ def test_exact_document_store_equals_brute_force(tmp_path: Path) -> None:
         before = s.stats()["sets_bytes"]
         s.compact()
         assert s.stats()["sets_bytes"] > before + 8 * 30 * len(stored)
+        # A reader warmed before its first check (its prefix index built) answers as the writer.
+        with simdex.Store(tmp_path / "x", read_only=True) as r:
+            r.warm()
+            now = s.ingest(ids, texts, verify=t, check_only=True)["matched"]
+            assert r.ingest(ids, texts, verify=t, check_only=True)["matched"] == now
         with pytest.raises(simdex.InvalidArgument, match="below"):
             s.ingest(ids, texts, verify=0.7)
         # Expiry: the first call's pages by seq, then the rest by time; compaction reclaims.

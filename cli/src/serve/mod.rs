@@ -139,6 +139,9 @@ pub fn run(a: Args) -> Result<()> {
             Backend::Writer(store)
         }
     };
+    // Ready before it listens: an exact store's first document check would otherwise build
+    // its prefix index (seconds per million documents) while clients wait.
+    backend.warm()?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| Error::InvalidArgument(format!("cannot listen on {:?}: {e}", a.listen)))?;
     let addr = listener

@@ -309,7 +309,7 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 
 /// JSONL of `n` documents: 120 random words each, every 5th a copy of the one before with one
 /// word changed; ids `d{i}`.
-fn docs(n: usize, seed: u64) -> Vec<(String, String)> {
+pub(crate) fn docs(n: usize, seed: u64) -> Vec<(String, String)> {
     let mut next = xorshift(seed);
     let mut out: Vec<(String, String)> = Vec::new();
     for i in 0..n {
@@ -330,7 +330,7 @@ fn docs(n: usize, seed: u64) -> Vec<(String, String)> {
     out
 }
 
-fn jsonl(docs: &[(String, String)]) -> String {
+pub(crate) fn jsonl(docs: &[(String, String)]) -> String {
     docs.iter()
         .map(|(id, t)| format!("{}\n", json!({"id": id, "text": t})))
         .collect()

@@ -1,6 +1,7 @@
 //! `simdex serve` under bad input and faults: every refusal a JSON error (the server stays
 //! up), the token, SIGTERM and SIGKILL under concurrent writers (no acknowledged write lost,
-//! none applied twice), and a read-only server following a writer.
+//! none applied twice), and a read-only server following a writer (of an exact document store
+//! too).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,7 +12,7 @@ use serde_json::json;
 use simdex::ReadOnlyStore;
 
 use crate::common::{ok, simdex};
-use crate::serve::{Server, le, raw_store, read_reply};
+use crate::serve::{Server, docs, jsonl, le, raw_store, read_reply};
 
 /// (method, path, headers, body, status, error code).
 type Case<'a> = (
@@ -365,6 +366,90 @@ fn a_read_only_server_follows_the_writer() {
     ok(&simdex(&["compact", "s", "--quiet"], None, d));
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(found(&srv), json!([4242]));
+}
+
+/// A read-only server following an exact document store answers checks as the writer's own
+/// store would, across the writer's new documents (its reader opened again, the generation's
+/// prefix index shared) and a compaction (a new generation, its index built before the new
+/// reader answers).
+#[test]
+fn a_read_only_server_follows_an_exact_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let all = docs(400, 11);
+    let (first, second) = all.split_at(300);
+    std::fs::write(d.join("first.jsonl"), jsonl(first)).unwrap();
+    std::fs::write(d.join("second.jsonl"), jsonl(second)).unwrap();
+    // Probes: the second part's pages, a word changed.
+    let probe: Vec<(String, String)> = (second.iter())
+        .map(|(id, t)| (format!("q{id}"), format!("{t} probe")))
+        .collect();
+    std::fs::write(d.join("probe.jsonl"), jsonl(&probe)).unwrap();
+    let ingest = |store: &str, file: &str| {
+        let args = ["--jsonl", "--verify", "jaccard:0.9", "--quiet"];
+        ok(&simdex(
+            &[&["ingest", store, file][..], &args].concat(),
+            None,
+            d,
+        ))
+    };
+    let check = |store: &str| {
+        let args = [
+            "--jsonl",
+            "--verify",
+            "jaccard:0.9",
+            "--quiet",
+            "--check-only",
+        ];
+        ok(&simdex(
+            &[&["ingest", store, "probe.jsonl"][..], &args].concat(),
+            None,
+            d,
+        ))
+    };
+    for store in ["a", "b"] {
+        ingest(store, "first.jsonl");
+    }
+    ok(&simdex(&["compact", "a", "--quiet"], None, d));
+    let srv = Server::start(d, "a", &["--read-only", "--refresh", "0.05"], &[]);
+    let served = |srv: &Server| -> String {
+        let body = json!({
+            "ids": probe.iter().map(|p| &p.0).collect::<Vec<_>>(),
+            "texts": probe.iter().map(|p| &p.1).collect::<Vec<_>>(),
+            "verify": 0.9,
+        });
+        let (s, v) = srv.json("POST", "/v1/check", body);
+        assert_eq!(s, 200, "{v}");
+        let mut out = String::new();
+        for (i, (id, _)) in probe.iter().enumerate() {
+            if v["duplicate"][i] == json!(true) {
+                let m = v["matched"][i].as_str().unwrap().to_string();
+                out += &format!("{id}\t{m}\t{:.4}\n", v["similarity"][i].as_f64().unwrap());
+            }
+        }
+        out
+    };
+    let before = check("b");
+    assert_eq!(served(&srv), before);
+    let until = |want: &str| {
+        let t = Instant::now();
+        while served(&srv) != want {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "never answered {want}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for store in ["a", "b"] {
+        ingest(store, "second.jsonl");
+    }
+    let want = check("b");
+    assert!(want.lines().count() > before.lines().count() + 50, "{want}");
+    until(&want);
+    ok(&simdex(&["compact", "a", "--quiet"], None, d));
+    std::thread::sleep(Duration::from_millis(300));
+    until(&want);
 }
 
 /// With --tls-cert and --tls-key the server speaks HTTPS: a client that trusts the certificate

@@ -143,6 +143,10 @@ pub struct Generation {
     /// (shingle, offset of the set in `SETS`) ascending, built from the shingle sets when
     /// first needed.
     prefixes: std::sync::Mutex<Option<Arc<PrefixIndex>>>,
+    /// The document map's file as opened (device, inode, length, modification time): a reader
+    /// that opens the store again finds the same generation by it, not by its number alone
+    /// (a store removed and made again at the same path numbers its generations anew).
+    docs_file: Option<(u64, u64, u64, i64, i64)>,
     retired: AtomicBool,
 }
 
@@ -167,6 +171,11 @@ impl Generation {
             true => Some(DocMap::open(&docs_path)?),
             false => None,
         };
+        let docs_file = docs.as_ref().and_then(|_| {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(&docs_path).ok()?;
+            Some((m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+        });
         Ok(Generation {
             number,
             dir,
@@ -174,8 +183,28 @@ impl Generation {
             ids,
             docs,
             prefixes: std::sync::Mutex::new(None),
+            docs_file,
             retired: AtomicBool::new(false),
         })
+    }
+
+    /// The prefix index, if built.
+    #[cfg(test)]
+    pub(crate) fn built_prefixes(&self) -> Option<Arc<PrefixIndex>> {
+        lock(&self.prefixes).clone()
+    }
+
+    /// Take `earlier`'s prefix index, if it has built one and is this same generation opened
+    /// before (a reader opening the store again while no compaction has replaced it): the
+    /// index is the generation's alone, whatever was logged since.
+    pub(crate) fn share_prefixes(&self, earlier: &Generation) {
+        let same = self.number == earlier.number
+            && self.dir == earlier.dir
+            && self.docs_file.is_some()
+            && self.docs_file == earlier.docs_file;
+        if same && let Some(ix) = lock(&earlier.prefixes).clone() {
+            *lock(&self.prefixes) = Some(ix);
+        }
     }
 
     /// The generation's prefix index by `p` (the store's): built on first use from every

@@ -276,6 +276,10 @@ class Store:
     def flush(self) -> None:
         """Sync every acknowledged write to stable storage; raises simdex.Error for a failed
         background compaction not reported yet (the writes are in the log either way)."""
+    def warm(self) -> None:
+        """Build now what the first document check would build: an exact store's prefix
+        index, read from every stored set (seconds per million documents), so that a service's
+        first answer does not wait for it. Answers are the same either way."""
     def close(self) -> None:
         """Sync and close; later calls raise simdex.Error. Idempotent."""
     def stats(self) -> dict[str, Any]:
