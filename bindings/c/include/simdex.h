@@ -480,6 +480,14 @@ simdex_status simdex_store_near_many(
 simdex_status simdex_store_flush(const simdex_store *store, char **err);
 
 /*
+ * Build now what the first document check would build: a store that verifies exactly reads
+ * every stored set into its prefix index (seconds per million documents). A service calls it
+ * once after opening, before it takes requests; answers are the same either way. A no-op in
+ * other stores. Thread-safe.
+ */
+simdex_status simdex_store_warm(const simdex_store *store, char **err);
+
+/*
  * Fold the in-memory delta into a new generation on disk; `*compacted` (may be NULL) is 1 when
  * there was something to fold. Queries and writes go on meanwhile. Cancellable (the delta
  * stays, logged). Thread-safe.

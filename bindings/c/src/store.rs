@@ -56,6 +56,10 @@ impl Opened {
         either!(self, s => s.stats())
     }
 
+    pub(crate) fn warm(&self) -> Result<()> {
+        either!(self, s => Ok(s.warm()?))
+    }
+
     pub(crate) fn writer(&self) -> Result<&Store> {
         match self {
             Opened::Write(s) => Ok(s),
@@ -368,6 +372,18 @@ pub unsafe extern "C" fn simdex_store_flush(
             Ok(())
         })
     }
+}
+
+/// Build now what the first document check would build: a store that verifies exactly reads
+/// every stored set into its prefix index (seconds per million documents). A service calls it
+/// once after opening, before it takes requests; answers are the same either way. A no-op in
+/// other stores. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simdex_store_warm(
+    store: *const simdex_store,
+    err: *mut *mut c_char,
+) -> simdex_status {
+    unsafe { guard(err, || store_arg(store)?.inner.warm()) }
 }
 
 /// Fold the in-memory delta into a new generation on disk; `*compacted` (may be NULL) is 1 when

@@ -178,6 +178,8 @@ void test_documents(void) {
     CHECK(stats.documents_store == 1 && stats.documents > 0);
     OK(simdex_store_close(st, ERR));
     OK(simdex_store_open(dir, NULL, &st, ERR));
+    OK(simdex_store_warm(st, ERR)); /* the prefix index built before the first check: same answers */
+    FAILS(SIMDEX_ERR_INVALID_ARGUMENT, "the store is NULL", simdex_store_warm(NULL, ERR));
     CHECK(run_docs(st, "new-", 0, 1000, 0) == 0x2119b88688d9bbd6ULL);
 
     /* Expiry: by sequence number, then by time (everything was stored before now + 1 hour). */

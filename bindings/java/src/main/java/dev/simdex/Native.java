@@ -79,6 +79,7 @@ final class Native {
     static native int simdex_store_near_many(Pointer store, long[] fps, long n, int k,
             Pointer cancel, PointerByReference out, PointerByReference err);
     static native int simdex_store_flush(Pointer store, PointerByReference err);
+    static native int simdex_store_warm(Pointer store, PointerByReference err);
     static native int simdex_store_compact(Pointer store, Pointer cancel, IntByReference done,
             PointerByReference err);
     static native int simdex_store_get_stats(Pointer store, Pointer out, PointerByReference err);
