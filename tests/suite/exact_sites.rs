@@ -18,7 +18,8 @@ fn site(dir: &std::path::Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
+        let list = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for e in list {
             let p = e.unwrap().path();
             let meta = std::fs::symlink_metadata(&p).unwrap();
             if meta.is_dir() {
