@@ -140,6 +140,9 @@ pub struct Store {
     /// A document store's recipe and the order of its document writes (`documents`).
     docs: documents::DocState,
     recovery: Recovery,
+    /// The last log replayed at open and where its valid records ended (a reader opened again
+    /// reads on from there).
+    log_end: Option<(u64, u64)>,
     closed: AtomicBool,
 }
 

@@ -120,7 +120,7 @@ impl Store {
     /// the store is open (simdex never does; it writes new generations beside old ones). Their
     /// sizes and digests are checked on open and by [`Store::verify`].
     pub fn open(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
-        Store::open_inner(dir.as_ref(), opts, false)
+        Store::open_inner(dir.as_ref(), opts, false, None)
     }
 
     internal_fn! {
@@ -134,15 +134,26 @@ impl Store {
     /// Open the store at `dir` read-only: no lock, nothing written. Sees the writes logged up
     /// to the moment of opening. Safe beside a running writer.
     pub(crate) fn open_read_only_with(dir: impl AsRef<Path>, opts: &StoreOptions) -> Result<Store> {
+        Store::open_read_only_from(dir.as_ref(), opts, None)
+    }
+
+    /// [`Store::open_read_only_with`], keeping what `base` (an earlier reader of the same
+    /// store) read where its generation is still the live one: the generation itself (its
+    /// maps; an exact store's prefix index) and the writes logged up to where its logs ended,
+    /// so that only the records logged since are read.
+    pub(crate) fn open_read_only_from(
+        dir: &Path,
+        opts: &StoreOptions,
+        base: Option<&Store>,
+    ) -> Result<Store> {
         // A writer may commit a compaction (and remove the old generation and logs) while we
         // open; every such case surfaces as "not found" with CURRENT moved, and is retried. A
         // file missing while CURRENT stays put is really missing: that error, with its path.
-        let dir = dir.as_ref();
         let live = || Current::read(dir).ok().map(|c| c.generation);
         let mut last = None;
         for attempt in 0..100u64 {
             let before = live();
-            match Store::open_inner(dir, opts, true) {
+            match Store::open_inner(dir, opts, true, base) {
                 Err(e) if e.io_error().map(|s| s.kind()) == Some(std::io::ErrorKind::NotFound) => {
                     if before.is_some() && before == live() {
                         return Err(e);
@@ -162,7 +173,12 @@ impl Store {
         }))
     }
 
-    fn open_inner(dir: &Path, opts: &StoreOptions, read_only: bool) -> Result<Store> {
+    fn open_inner(
+        dir: &Path,
+        opts: &StoreOptions,
+        read_only: bool,
+        base: Option<&Store>,
+    ) -> Result<Store> {
         opts.validate()?;
         if !Store::is_store(dir) {
             return Err(Error::io(
@@ -224,8 +240,25 @@ impl Store {
                 }
             }
         }
-        let generation = Generation::open(dir, g, opts.populate)?;
-        let recipe = Recipe::read(dir)?;
+        // What an earlier reader of this same live generation read: the generation, the recipe
+        // (written once, at creation), its delta and where its last log ended.
+        let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
+        let kept = base.filter(|_| read_only).and_then(|b| {
+            let st = b.read_state();
+            let (m, end) = b.log_end?;
+            let same = st.generation.number() == g && st.generation.is_still_there();
+            (same && logs.contains(&m)).then(|| {
+                let recipe = b.docs.recipe.clone();
+                (Arc::clone(&st.generation), recipe, st.active.clone(), (m, end))
+            })
+        });
+        let (generation, recipe) = match &kept {
+            Some((generation, recipe, _, _)) => (Arc::clone(generation), recipe.clone()),
+            None => (
+                Arc::new(Generation::open(dir, g, opts.populate)?),
+                Recipe::read(dir)?,
+            ),
+        };
         let doc_store = current.version == generation::DOC_STORE_VERSION;
         let sketch = generation.docs().map(|d| d.sketch_bytes());
         let sets = recipe.as_ref().is_some_and(|r| r.exact().is_some());
@@ -251,8 +284,13 @@ impl Store {
             .with_path(dir));
         }
         let prefixer = recipe.as_ref().and_then(Recipe::prefixer).map(Arc::new);
-        let mut active = Layer::new(generation.layer_tables()).with_prefixer(prefixer);
-        let logs: Vec<u64> = log_numbers(dir)?.into_iter().filter(|&n| n >= g).collect();
+        let (mut active, from) = match kept {
+            Some((_, _, layer, from)) => (layer, Some(from)),
+            None => (
+                Layer::new(generation.layer_tables()).with_prefixer(prefixer),
+                None,
+            ),
+        };
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created
         // before G is committed). A gap means a writer removed logs after committing a newer
         // generation while we were opening (read-only: retry), or damage (writer: refuse).
@@ -295,8 +333,15 @@ impl Store {
         let mut last_valid = None;
         for &n in &logs {
             let path = dir.join(wal::file_name(n));
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(path.clone(), "read", e))?;
-            let c = wal::parse(&bytes, n).map_err(|e| e.with_path(&path))?;
+            let c = match from {
+                Some((m, _)) if n < m => continue,
+                Some((m, end)) if n == m => read_log_from(&path, n, end)?,
+                _ => {
+                    let bytes =
+                        std::fs::read(&path).map_err(|e| Error::io(path.clone(), "read", e))?;
+                    wal::parse(&bytes, n).map_err(|e| e.with_path(&path))?
+                }
+            };
             for (i, r) in c.records.iter().enumerate() {
                 check_record(r, sketch.map(|s| (s, sets))).map_err(|why| {
                     // The record's offset, found again only on this rare path.
@@ -371,7 +416,7 @@ impl Store {
                 pid: std::process::id(),
             },
             state: RwLock::new(State {
-                generation: Arc::new(generation),
+                generation,
                 frozen: None,
                 active,
                 current,
@@ -389,9 +434,34 @@ impl Store {
                 next_seq: AtomicU64::new(next_seq),
             },
             recovery,
+            log_end: last_valid,
             closed: AtomicBool::new(false),
         })
     }
+}
+
+/// The records of log `n` at `path` from offset `end` on (where an earlier reader's replay
+/// ended: a record's start), its header checked again.
+fn read_log_from(path: &Path, n: u64, end: u64) -> Result<wal::LogContents> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e| Error::io(path.to_path_buf(), "read", e);
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut head = [0u8; wal::WAL_HEADER_LEN];
+    f.read_exact(&mut head).map_err(io)?;
+    wal::check_header(&head, n).map_err(|e| e.with_path(path))?;
+    if f.metadata().map_err(io)?.len() < end {
+        return Err(Error::corrupt(
+            "log length",
+            end,
+            format!("at least {end} bytes (what an earlier reader read)"),
+            "fewer",
+        )
+        .with_path(path));
+    }
+    f.seek(SeekFrom::Start(end)).map_err(io)?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).map_err(io)?;
+    wal::parse_records(&tail, end).map_err(|e| e.with_path(path))
 }
 
 /// Log numbers present in `dir`, ascending.

@@ -279,12 +279,6 @@ pub struct LogContents {
 }
 
 /// Parse a whole log file's bytes.
-///
-/// A record that fails its checks is a *torn tail* when no valid record follows it anywhere in
-/// the rest of the file: the crash cut the last write(s) short, and those bytes are reported
-/// (and, by a writer, truncated). A bad record followed by a valid one is corruption in the
-/// middle of the log: an error naming its offset, because dropping the records after it would
-/// silently lose acknowledged writes.
 pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
     if bytes.len() < WAL_HEADER_LEN {
         // A crash between creating the file and writing its header: nothing was logged yet.
@@ -294,7 +288,12 @@ pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
             torn_bytes: bytes.len() as u64,
         });
     }
-    let h = &bytes[..WAL_HEADER_LEN];
+    check_header(&bytes[..WAL_HEADER_LEN], number)?;
+    parse_records(&bytes[WAL_HEADER_LEN..], WAL_HEADER_LEN as u64)
+}
+
+/// Check a log's header (its first [`WAL_HEADER_LEN`] bytes) for log `number`.
+pub fn check_header(h: &[u8], number: u64) -> Result<()> {
     if h[..8] != WAL_MAGIC {
         return Err(Error::corrupt(
             "log magic",
@@ -333,52 +332,64 @@ pub fn parse(bytes: &[u8], number: u64) -> Result<LogContents> {
             found.to_string(),
         ));
     }
+    Ok(())
+}
+
+/// The records of `tail`, a log's bytes from offset `base` (a record's start) to its end:
+/// `valid_len` and the offsets in errors count from the file's start.
+pub fn parse_records(tail: &[u8], base: u64) -> Result<LogContents> {
     let mut records = Vec::new();
-    let mut off = WAL_HEADER_LEN;
-    while off < bytes.len() {
-        match record_at(bytes, off) {
+    let mut off = 0;
+    while off < tail.len() {
+        match record_at(tail, off, base) {
             Some((rec_len, kind)) => {
                 let start = off + RECORD_HEADER_LEN;
-                let rec =
-                    Record::decode_payload(kind, &bytes[start..start + rec_len], start as u64)?;
+                let rec = Record::decode_payload(
+                    kind,
+                    &tail[start..start + rec_len],
+                    base + start as u64,
+                )?;
                 records.push(rec);
                 off = start + rec_len;
             }
             None => {
                 // Torn tail or corruption? Look for any valid record after this point.
-                if let Some(next) = (off + 1..bytes.len()).find(|&p| record_at(bytes, p).is_some())
+                if let Some(next) =
+                    (off + 1..tail.len()).find(|&p| record_at(tail, p, base).is_some())
                 {
                     return Err(Error::corrupt(
                         "log record",
-                        off as u64,
+                        base + off as u64,
                         "a valid record (header crc, payload crc and length)",
                         format!(
-                            "damaged bytes followed by a valid record at offset {next}; \
-                             the log is corrupt in the middle, not torn at the end"
+                            "damaged bytes followed by a valid record at offset {}; \
+                             the log is corrupt in the middle, not torn at the end",
+                            base + next as u64
                         ),
                     ));
                 }
                 return Ok(LogContents {
                     records,
-                    valid_len: off as u64,
-                    torn_bytes: (bytes.len() - off) as u64,
+                    valid_len: base + off as u64,
+                    torn_bytes: (tail.len() - off) as u64,
                 });
             }
         }
     }
     Ok(LogContents {
         records,
-        valid_len: off as u64,
+        valid_len: base + off as u64,
         torn_bytes: 0,
     })
 }
 
-/// A whole valid record at `off`: (payload length, type).
-fn record_at(bytes: &[u8], off: usize) -> Option<(usize, u8)> {
-    let (len, kind, pcrc) = valid_header(&bytes[off..], off as u64)?;
+/// A whole valid record at `off` of `tail` (which starts at file offset `base`): (payload
+/// length, type).
+fn record_at(tail: &[u8], off: usize, base: u64) -> Option<(usize, u8)> {
+    let (len, kind, pcrc) = valid_header(&tail[off..], base + off as u64)?;
     let start = off + RECORD_HEADER_LEN;
-    let payload = bytes.get(start..start.checked_add(len)?)?;
-    (crc_at(start as u64, payload) == pcrc).then_some((len, kind))
+    let payload = tail.get(start..start.checked_add(len)?)?;
+    (crc_at(base + start as u64, payload) == pcrc).then_some((len, kind))
 }
 
 /// File name of log `number`.

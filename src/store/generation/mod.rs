@@ -143,11 +143,18 @@ pub struct Generation {
     /// (shingle, offset of the set in `SETS`) ascending, built from the shingle sets when
     /// first needed.
     prefixes: std::sync::Mutex<Option<Arc<PrefixIndex>>>,
-    /// The document map's file as opened (device, inode, length, modification time): a reader
-    /// that opens the store again finds the same generation by it, not by its number alone
-    /// (a store removed and made again at the same path numbers its generations anew).
-    docs_file: Option<(u64, u64, u64, i64, i64)>,
+    /// The generation's directory as opened (device, inode, change time): a reader that opens
+    /// the store again knows the same generation by it, not by its number alone (a store
+    /// removed and made again at the same path numbers its generations anew).
+    dir_id: Option<(u64, u64, i64, i64)>,
     retired: AtomicBool,
+}
+
+/// A directory's device, inode and change time.
+fn dir_identity(dir: &Path) -> Option<(u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 impl Generation {
@@ -171,11 +178,7 @@ impl Generation {
             true => Some(DocMap::open(&docs_path)?),
             false => None,
         };
-        let docs_file = docs.as_ref().and_then(|_| {
-            use std::os::unix::fs::MetadataExt;
-            let m = std::fs::metadata(&docs_path).ok()?;
-            Some((m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
-        });
+        let dir_id = dir_identity(&dir);
         Ok(Generation {
             number,
             dir,
@@ -183,7 +186,7 @@ impl Generation {
             ids,
             docs,
             prefixes: std::sync::Mutex::new(None),
-            docs_file,
+            dir_id,
             retired: AtomicBool::new(false),
         })
     }
@@ -194,17 +197,10 @@ impl Generation {
         lock(&self.prefixes).clone()
     }
 
-    /// Take `earlier`'s prefix index, if it has built one and is this same generation opened
-    /// before (a reader opening the store again while no compaction has replaced it): the
-    /// index is the generation's alone, whatever was logged since.
-    pub(crate) fn share_prefixes(&self, earlier: &Generation) {
-        let same = self.number == earlier.number
-            && self.dir == earlier.dir
-            && self.docs_file.is_some()
-            && self.docs_file == earlier.docs_file;
-        if same && let Some(ix) = lock(&earlier.prefixes).clone() {
-            *lock(&self.prefixes) = Some(ix);
-        }
+    /// Whether the store's directory for this generation is still the one it was opened from
+    /// (the generation's files never change while it is live).
+    pub(crate) fn is_still_there(&self) -> bool {
+        self.dir_id.is_some() && dir_identity(&self.dir) == self.dir_id
     }
 
     /// The generation's prefix index by `p` (the store's): built on first use from every
