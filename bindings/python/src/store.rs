@@ -470,6 +470,31 @@ impl PyStore {
         with_store(py, self, None, |s| s.warm())
     }
 
+    /// A store open read-only: open it again, to see what its writer logged since (only those
+    /// records are read; the generation, and an exact store's prefix index, are kept while no
+    /// compaction has replaced them). A store open for writing sees its own writes: an error.
+    fn reopen(&self, py: Python<'_>) -> PyResult<()> {
+        let (lock, path) = (&self.inner, &self.path);
+        let torn = detached(py, None, move || {
+            let mut g = lock.write().unwrap_or_else(|e| e.into_inner());
+            let next = match g.as_ref() {
+                Some(Handle::Read(r)) => r.reopen()?,
+                Some(Handle::Write(_)) => {
+                    return Err(simdex::Error::InvalidArgument(format!(
+                        "{} is open for writing, and sees its own writes: reopen is for a \
+                         store open read-only",
+                        path.display()
+                    )));
+                }
+                None => return Ok(None),
+            };
+            let torn = next.recovery().warnings();
+            *g = Some(Handle::Read(next));
+            Ok(Some(torn))
+        })?;
+        warn_torn(py, &torn.ok_or_else(|| closed(path))?)
+    }
+
     /// Close the store (sync, stop background work); later calls raise. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let lock = &self.inner;

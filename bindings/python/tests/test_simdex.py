@@ -545,18 +545,30 @@ def test_exact_document_store_equals_brute_force(tmp_path: Path) -> None:
             r.warm()
             now = s.ingest(ids, texts, verify=t, check_only=True)["matched"]
             assert r.ingest(ids, texts, verify=t, check_only=True)["matched"] == now
+            # A reader opened again sees what was written since; a writer has nothing to reopen.
+            extra = [f"{texts[0]} again", "a page of words nobody has written before at all"]
+            added = sum(s.ingest(["e1", "e2"], extra, verify=t)["stored"])
+            assert r.stats()["delta_pairs"] < s.stats()["delta_pairs"]
+            r.reopen()
+            assert r.stats()["delta_pairs"] == s.stats()["delta_pairs"]
+            assert r.ingest(ids, texts, verify=t, check_only=True)["matched"] == s.ingest(
+                ids, texts, verify=t, check_only=True
+            )["matched"]
+            with pytest.raises(simdex.InvalidArgument, match="read-only"):
+                s.reopen()
         with pytest.raises(simdex.InvalidArgument, match="below"):
             s.ingest(ids, texts, verify=0.7)
         # Expiry: the first call's pages by seq, then the rest by time; compaction reclaims.
         first = sum(m is None for m in got["matched"])
         assert s.expire(before_seq=first + 1) == first
-        assert s.expire(before=datetime.datetime.now(datetime.timezone.utc)) == len(stored) - first
+        now_utc = datetime.datetime.now(datetime.timezone.utc)
+        assert s.expire(before=now_utc) == len(stored) - first + added
         with pytest.raises(ValueError, match="one of"):
             s.expire()
         s.compact()
         st = s.stats()
         assert st["documents"] == 0 and st["sets_bytes"] == st["sets_live_bytes"] + 16
-        assert st["max_seq"] == len(stored)
+        assert st["max_seq"] == len(stored) + added
     # An existing store refuses another exact threshold; a raw store refuses exact=.
     with pytest.raises(simdex.InvalidArgument, match="exact"):
         simdex.Store(tmp_path / "x", documents=True, exact=0.9)

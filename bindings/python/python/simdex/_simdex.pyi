@@ -276,6 +276,11 @@ class Store:
     def flush(self) -> None:
         """Sync every acknowledged write to stable storage; raises simdex.Error for a failed
         background compaction not reported yet (the writes are in the log either way)."""
+    def reopen(self) -> None:
+        """A store open read-only: open it again to see what its writer logged since (only
+        those records are read; the generation, and an exact store's prefix index, are kept
+        while no compaction has replaced them). Raises simdex.InvalidArgument for a store open
+        for writing, which sees its own writes."""
     def warm(self) -> None:
         """Build now what the first document check would build: an exact store's prefix
         index, read from every stored set (seconds per million documents), so that a service's
