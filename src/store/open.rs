@@ -249,14 +249,15 @@ impl Store {
             let same = st.generation.number() == g && st.generation.is_still_there();
             (same && logs.contains(&m)).then(|| {
                 let recipe = b.docs.recipe.clone();
-                (Arc::clone(&st.generation), recipe, st.active.clone(), (m, end))
+                (Arc::clone(&st.generation), recipe, (st.active.clone(), (m, end)))
             })
         });
-        let (generation, recipe) = match &kept {
-            Some((generation, recipe, _, _)) => (Arc::clone(generation), recipe.clone()),
+        let (generation, recipe, kept) = match kept {
+            Some((generation, recipe, layer)) => (generation, recipe, Some(layer)),
             None => (
                 Arc::new(Generation::open(dir, g, opts.populate)?),
                 Recipe::read(dir)?,
+                None,
             ),
         };
         let doc_store = current.version == generation::DOC_STORE_VERSION;
@@ -283,13 +284,13 @@ impl Store {
             )
             .with_path(dir));
         }
-        let prefixer = recipe.as_ref().and_then(Recipe::prefixer).map(Arc::new);
         let (mut active, from) = match kept {
-            Some((_, _, layer, from)) => (layer, Some(from)),
-            None => (
-                Layer::new(generation.layer_tables()).with_prefixer(prefixer),
-                None,
-            ),
+            Some((layer, from)) => (layer, Some(from)),
+            None => {
+                let prefixer = recipe.as_ref().and_then(Recipe::prefixer).map(Arc::new);
+                let layer = Layer::new(generation.layer_tables()).with_prefixer(prefixer);
+                (layer, None)
+            }
         };
         // The writes since generation G are logs G, G+1, ... without a gap (log G is created
         // before G is committed). A gap means a writer removed logs after committing a newer

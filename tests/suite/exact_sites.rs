@@ -59,20 +59,18 @@ fn similar_pairs(sets: &[Vec<u64>], floor: f64) -> Vec<Vec<(usize, f64)>> {
             })
             .collect()
     };
-    let half: Vec<Vec<(usize, f64)>> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let odd = s.spawn(|| (1..sets.len()).step_by(2).map(rows).collect::<Vec<_>>());
-        let even: Vec<_> = (0..sets.len()).step_by(2).map(rows).collect();
-        let odd = odd.join().unwrap();
-        let mut all = Vec::with_capacity(sets.len());
-        for i in 0..sets.len() {
-            all.push(match i % 2 {
-                0 => even[i / 2].clone(),
-                _ => odd[i / 2].clone(),
-            });
-        }
-        all
-    });
-    half
+        let mut even = (0..sets.len()).step_by(2).map(rows);
+        let mut odd = odd.join().unwrap().into_iter();
+        (0..sets.len())
+            .map(|i| match i % 2 {
+                0 => even.next(),
+                _ => odd.next(),
+            })
+            .map(Option::unwrap)
+            .collect()
+    })
 }
 
 /// The oracle's answers at `t`: a page is stored unless an earlier stored page reaches `t`

@@ -476,8 +476,9 @@ impl PyStore {
     fn reopen(&self, py: Python<'_>) -> PyResult<()> {
         let (lock, path) = (&self.inner, &self.path);
         let torn = detached(py, None, move || {
-            let mut g = lock.write().unwrap_or_else(|e| e.into_inner());
-            let next = match g.as_ref() {
+            // Opened beside the calls that use the store meanwhile; swapped in after, unless the
+            // store was closed in between.
+            let next = match lock.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
                 Some(Handle::Read(r)) => r.reopen()?,
                 Some(Handle::Write(_)) => {
                     return Err(simdex::Error::InvalidArgument(format!(
@@ -488,6 +489,10 @@ impl PyStore {
                 }
                 None => return Ok(None),
             };
+            let mut g = lock.write().unwrap_or_else(|e| e.into_inner());
+            if g.is_none() {
+                return Ok(None);
+            }
             let torn = next.recovery().warnings();
             *g = Some(Handle::Read(next));
             Ok(Some(torn))
